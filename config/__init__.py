@@ -1,0 +1,25 @@
+"""The one frozen settings object. A leaf: imports nothing else from the project."""
+
+from config.settings import (
+    ArraySettings,
+    AwsSettings,
+    ClockSettings,
+    ConsumerSettings,
+    ErasureSettings,
+    LakeSettings,
+    PolicySettings,
+    Settings,
+    load_settings,
+)
+
+__all__ = [
+    "ArraySettings",
+    "AwsSettings",
+    "ClockSettings",
+    "ConsumerSettings",
+    "ErasureSettings",
+    "LakeSettings",
+    "PolicySettings",
+    "Settings",
+    "load_settings",
+]

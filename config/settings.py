@@ -1,0 +1,146 @@
+"""The one settings object, built once at an entry point and passed down.
+
+Every value comes from the environment with the prefix ENTITLEMENTS_ and `__` between nested names,
+for example ENTITLEMENTS_AWS__ENDPOINT_URL or ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS. Library code never
+reads the environment itself; it is handed the part of this object it needs.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArraySettings",
+    "AwsSettings",
+    "ClockSettings",
+    "ConsumerSettings",
+    "ErasureSettings",
+    "LakeSettings",
+    "PolicySettings",
+    "Settings",
+    "load_settings",
+]
+
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class AwsSettings(BaseModel):
+    """Where AWS is. `endpoint_url` points every service at one place (moto); each may be overridden."""
+
+    model_config = _FROZEN
+    region: str = "eu-west-1"
+    endpoint_url: str | None = None
+    dynamodb_endpoint: str | None = None
+    streams_endpoint: str | None = None
+    cloudwatch_endpoint: str | None = None
+    sqs_endpoint: str | None = None
+    sns_endpoint: str | None = None
+    s3_endpoint: str | None = None
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+
+    def endpoint(self, service: str) -> str | None:
+        specific: str | None = getattr(self, f"{service}_endpoint", None)
+        return specific or self.endpoint_url
+
+
+class PolicySettings(BaseModel):
+    """The service's cleanup policy (seed 000). Owned here; the simulator and the audits read it."""
+
+    model_config = _FROZEN
+    cleanup_ttl_days: int = Field(default=63, ge=1, description="CLEANUP_TTL_DAYS: grace after a cancellation")
+    stale_entitlement_ttl_days: int = Field(
+        default=1, ge=1, description="STALE_ENTITLEMENT_TTL_DAYS: delay before a superseded account goes"
+    )
+
+
+class ClockSettings(BaseModel):
+    """A simulated clock shared by the simulator, the TTL emulator and the processors.
+
+    With no start the clock is the real one. With a start, simulated time is
+    start + (now - epoch_anchor) * speed, where `anchor` is the real instant the simulation began.
+    """
+
+    model_config = _FROZEN
+    start: datetime | None = None
+    anchor: datetime | None = None
+    speed: float = Field(default=1.0, gt=0)
+
+
+class ConsumerSettings(BaseModel):
+    model_config = _FROZEN
+    table_name: str = "entitlements"
+    stream_arn: str | None = None
+    application_name: str = "entitlements-consumer"
+    worker_id: str | None = None
+    state_dir: Path = Path("var")
+    idle_time_between_reads_ms: int = Field(default=1000, ge=100)
+    failover_time_ms: int = Field(default=10000, ge=1000)
+    shard_sync_interval_ms: int = Field(default=60000, ge=1000)
+    lease_assignment_interval_ms: int = Field(default=60000, ge=1000)
+    metrics_enabled: bool = False
+    handler_retry_attempts: int = Field(default=5, ge=1)
+    handler_retry_max_seconds: float = Field(default=10.0, gt=0)
+    initial_position: str = "TRIM_HORIZON"
+
+    @property
+    def quarantine_dir(self) -> Path:
+        return self.state_dir / "quarantine"
+
+    @property
+    def parked_dir(self) -> Path:
+        return self.state_dir / "parked"
+
+
+class ArraySettings(BaseModel):
+    model_config = _FROZEN
+    base_url: str = "http://127.0.0.1:8765"
+    app_key: SecretStr = SecretStr("local-app-key")
+    server_token: SecretStr = SecretStr("local-server-token")
+    timeout_seconds: float = Field(default=5.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+    retry_budget_seconds: float = Field(default=20.0, gt=0)
+    concurrency: int = Field(default=8, ge=1)
+
+
+class LakeSettings(BaseModel):
+    model_config = _FROZEN
+    root: str = "var/lake"
+    flush_rows: int = Field(default=50_000, ge=1)
+    flush_seconds: float = Field(default=60.0, gt=0)
+
+
+class ErasureSettings(BaseModel):
+    model_config = _FROZEN
+    subscriber: str = "entitlements"
+    topic_name: str = "erasure-requests"
+    queue_name: str = "entitlements-erasure"
+    responses_queue_name: str = "erasure-responses"
+    handler_timeout_seconds: float = Field(default=30.0, gt=0)
+    max_receive_count: int = Field(default=5, ge=1)
+    pass_two_delay_seconds: int = Field(default=60, ge=0)
+    batch_timeout_seconds: float = Field(default=30.0, gt=0)
+    metrics_namespace: str = "Entitlements/Erasure"
+    ledger_key: SecretStr = SecretStr("local-erasure-ledger-key")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ENTITLEMENTS_", env_nested_delimiter="__", frozen=True, extra="ignore"
+    )
+    aws: AwsSettings = AwsSettings()
+    policy: PolicySettings = PolicySettings()
+    clock: ClockSettings = ClockSettings()
+    consumer: ConsumerSettings = ConsumerSettings()
+    array: ArraySettings = ArraySettings()
+    lake: LakeSettings = LakeSettings()
+    erasure: ErasureSettings = ErasureSettings()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings from the environment, with explicit overrides winning."""
+    return Settings(**overrides)  # type: ignore[arg-type]

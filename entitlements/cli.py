@@ -1,0 +1,47 @@
+"""`entitlements`: the one console script. A thin shell: each command group lives in
+`entitlements/commands/<group>.py`, parses arguments, builds the settings once and calls library code."""
+
+from __future__ import annotations
+
+__all__ = ["app", "main"]
+
+import importlib
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+
+# (module under entitlements.commands, group name or None to add its commands at the top level)
+_COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
+    ("table", "table"),
+    ("local", "local"),
+    ("simulate", None),
+    ("consume", None),
+    ("demo", None),
+    ("lake", None),
+    ("cleanup", "cleanup"),
+    ("erasure", "erasure"),
+)
+
+
+def _register() -> None:
+    for module_name, group in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"entitlements.commands.{module_name}")
+        except ModuleNotFoundError as missing:
+            if missing.name == f"entitlements.commands.{module_name}":
+                continue  # a command group not built yet
+            raise
+        sub: typer.Typer = module.app
+        if group is None:
+            for command in sub.registered_commands:
+                app.registered_commands.append(command)
+        else:
+            app.add_typer(sub, name=group)
+
+
+_register()
+
+
+def main() -> None:
+    app()

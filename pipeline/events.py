@@ -1,0 +1,152 @@
+"""Typed events: what one stream record means for the entitlements table.
+
+The stream envelope (where a record sits: stream, shard, sequence number, event id, time) is kept apart
+from the business meaning (which item changed and how). `pipeline.decode` turns raw records into these.
+Every event is a strict, frozen pydantic model; unknown attributes and statuses are carried, not refused.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ChangeKind",
+    "CleanupCancelled",
+    "CleanupExpired",
+    "CleanupScheduled",
+    "CleanupUpdated",
+    "EntitlementCreated",
+    "EntitlementRemoved",
+    "EntitlementStatusChanged",
+    "EntitlementUpdated",
+    "EventType",
+    "StreamEvent",
+    "StreamPosition",
+    "UnknownItemChanged",
+    "sortable_sequence",
+]
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schema.table import CleanupRecord, EntitlementRow, Item, ItemKind
+
+SCHEMA_VERSION = 1
+# AWS documents sequence numbers as 21 to 40 digits; padding to a fixed width makes text order equal
+# numeric order in every engine (no SQL integer type holds 40 digits).
+SEQUENCE_WIDTH = 48
+
+
+def sortable_sequence(sequence_number: str) -> str:
+    """The sequence number left-padded with zeros so that string order is numeric order."""
+    if not sequence_number.isascii() or not sequence_number.isdigit():
+        raise ValueError("a sequence number is a string of decimal digits")
+    if len(sequence_number) > SEQUENCE_WIDTH:
+        raise ValueError("sequence number wider than supported")
+    return sequence_number.rjust(SEQUENCE_WIDTH, "0")
+
+
+class ChangeKind(StrEnum):
+    INSERT = "INSERT"
+    MODIFY = "MODIFY"
+    REMOVE = "REMOVE"
+
+
+class EventType(StrEnum):
+    ENTITLEMENT_CREATED = "entitlement.created"
+    ENTITLEMENT_STATUS_CHANGED = "entitlement.status_changed"
+    ENTITLEMENT_UPDATED = "entitlement.updated"
+    ENTITLEMENT_REMOVED = "entitlement.removed"  # the row itself was deleted (only an erasure may)
+    CLEANUP_SCHEDULED = "cleanup.scheduled"
+    CLEANUP_UPDATED = "cleanup.updated"
+    CLEANUP_CANCELLED = "cleanup.cancelled"  # deleted by the service (reactivation)
+    CLEANUP_EXPIRED = "cleanup.expired"  # deleted by DynamoDB TTL
+    UNKNOWN_ITEM = "unknown.item"
+
+
+_EVENT_CONFIG = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+
+class StreamPosition(BaseModel):
+    """Where a record sits in the stream: its identity for exactly-once landing."""
+
+    model_config = _EVENT_CONFIG
+    stream_arn: str
+    shard_id: str
+    sequence_number: str = Field(pattern=r"^[0-9]{1,48}\Z")
+
+    @property
+    def sequence_key(self) -> str:
+        return sortable_sequence(self.sequence_number)
+
+
+class StreamEvent(BaseModel):
+    """Fields every event carries. `old_item`/`new_item` are the typed images (None where absent)."""
+
+    model_config = _EVENT_CONFIG
+    schema_version: int = SCHEMA_VERSION
+    event_type: EventType
+    event_id: str
+    change: ChangeKind
+    position: StreamPosition
+    created_at: datetime  # ApproximateCreationDateTime, aware UTC
+    keys: dict[str, Any]
+    item_kind: ItemKind
+    user_id: str | None
+    ttl_deletion: bool = False
+    old_item: Item | None = None
+    new_item: Item | None = None
+
+
+class EntitlementCreated(StreamEvent):
+    event_type: Literal[EventType.ENTITLEMENT_CREATED] = EventType.ENTITLEMENT_CREATED
+    new_item: EntitlementRow
+
+
+class EntitlementStatusChanged(StreamEvent):
+    event_type: Literal[EventType.ENTITLEMENT_STATUS_CHANGED] = EventType.ENTITLEMENT_STATUS_CHANGED
+    old_item: EntitlementRow
+    new_item: EntitlementRow
+    from_status: str
+    to_status: str
+
+
+class EntitlementUpdated(StreamEvent):
+    """A MODIFY that kept the status (a relink, a token refresh)."""
+
+    event_type: Literal[EventType.ENTITLEMENT_UPDATED] = EventType.ENTITLEMENT_UPDATED
+    old_item: EntitlementRow
+    new_item: EntitlementRow
+
+
+class EntitlementRemoved(StreamEvent):
+    event_type: Literal[EventType.ENTITLEMENT_REMOVED] = EventType.ENTITLEMENT_REMOVED
+    old_item: EntitlementRow | None
+
+
+class CleanupScheduled(StreamEvent):
+    event_type: Literal[EventType.CLEANUP_SCHEDULED] = EventType.CLEANUP_SCHEDULED
+    new_item: CleanupRecord
+
+
+class CleanupUpdated(StreamEvent):
+    event_type: Literal[EventType.CLEANUP_UPDATED] = EventType.CLEANUP_UPDATED
+    old_item: CleanupRecord
+    new_item: CleanupRecord
+
+
+class CleanupCancelled(StreamEvent):
+    event_type: Literal[EventType.CLEANUP_CANCELLED] = EventType.CLEANUP_CANCELLED
+    old_item: CleanupRecord | None
+
+
+class CleanupExpired(StreamEvent):
+    event_type: Literal[EventType.CLEANUP_EXPIRED] = EventType.CLEANUP_EXPIRED
+    ttl_deletion: Literal[True] = True
+    old_item: CleanupRecord | None
+
+
+class UnknownItemChanged(StreamEvent):
+    event_type: Literal[EventType.UNKNOWN_ITEM] = EventType.UNKNOWN_ITEM

@@ -1,0 +1,55 @@
+"""The project's one exception tree.
+
+Every error the project raises on purpose derives from `EntitlementsError`. Retryable and terminal
+failures are different types so callers decide by type, never by message. Errors carry the stream
+position they concern (shard, sequence number, event id) where there is one; never a body or a key.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EntitlementsError",
+    "RecordContext",
+    "RetryableError",
+    "TerminalError",
+]
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RecordContext:
+    """Where in the stream an error happened. Holds positions only, no personal data."""
+
+    shard_id: str | None = None
+    sequence_number: str | None = None
+    event_id: str | None = None
+
+    def __str__(self) -> str:
+        parts = [
+            f"{name}={value}"
+            for name, value in (
+                ("shard", self.shard_id),
+                ("seq", self.sequence_number),
+                ("event", self.event_id),
+            )
+            if value
+        ]
+        return " ".join(parts)
+
+
+class EntitlementsError(Exception):
+    """Root of every error this project raises on purpose."""
+
+    def __init__(self, message: str, *, context: RecordContext | None = None) -> None:
+        self.context = context or RecordContext()
+        suffix = f" [{self.context}]" if str(self.context) else ""
+        super().__init__(f"{message}{suffix}")
+
+
+class RetryableError(EntitlementsError):
+    """The same call may succeed later (throttling, a 5xx, a network fault)."""
+
+
+class TerminalError(EntitlementsError):
+    """Retrying cannot help (bad input, a refused precondition, a 4xx)."""
