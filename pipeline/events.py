@@ -75,7 +75,7 @@ class StreamPosition(BaseModel):
     model_config = _EVENT_CONFIG
     stream_arn: str
     shard_id: str
-    sequence_number: str = Field(pattern=r"^[0-9]{1,48}\Z")
+    sequence_number: str = Field(pattern=r"^[0-9]{1,48}$")  # Rust regex: $ is the true end
 
     @property
     def sequence_key(self) -> str:
