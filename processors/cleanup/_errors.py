@@ -1,0 +1,74 @@
+"""The cleanup processor's errors. Each carries a short machine `code` (an HTTP status, an error class
+name) that outcomes record; none holds a body, a key, a user id, an address or a token."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArrayCredentialError",
+    "ArrayRequestRejected",
+    "ArrayTransientError",
+    "ErrArrayUserAlreadyDeleted",
+    "GuardUnavailableError",
+    "RetryQueueError",
+]
+
+from schema.errors import EntitlementsError, RecordContext, RetryableError, TerminalError
+
+
+class ErrArrayUserAlreadyDeleted(EntitlementsError):
+    """Array answered 404 to a delete: the account is already gone, which is what cleanup wanted.
+
+    Not a failure: callers count it as success (seed 000, "Array Account Cleanup")."""
+
+    code = "404"
+
+
+class ArrayCredentialError(RetryableError):
+    """Array refused our credentials (401/403): not the account's fault, so the cleanup is parked."""
+
+    def __init__(self, status: int, *, context: RecordContext | None = None) -> None:
+        self.status = status
+        self.code = str(status)
+        super().__init__(f"Array refused the credentials (HTTP {status})", context=context)
+
+
+class ArrayRequestRejected(TerminalError):
+    """Array refused the request itself (a 4xx other than 401/403/404): retrying cannot help."""
+
+    def __init__(self, status: int, *, context: RecordContext | None = None) -> None:
+        self.status = status
+        self.code = str(status)
+        super().__init__(f"Array rejected the delete (HTTP {status})", context=context)
+
+
+class ArrayTransientError(RetryableError):
+    """429, 5xx or a network fault that outlasted the retries or the time budget."""
+
+    def __init__(
+        self,
+        code: str,
+        *,
+        retry_after: float | None = None,
+        attempts: int = 1,
+        context: RecordContext | None = None,
+    ) -> None:
+        self.code = code
+        self.retry_after = retry_after
+        self.attempts = attempts
+        super().__init__(f"Array delete failed transiently ({code}, {attempts} attempt(s))", context=context)
+
+
+class GuardUnavailableError(RetryableError):
+    """GSI1 could not be read, so the in-use guard cannot decide: fail closed (park, never delete)."""
+
+    def __init__(self, code: str, *, context: RecordContext | None = None) -> None:
+        self.code = code
+        super().__init__(f"the in-use guard could not read GSI1 ({code})", context=context)
+
+
+class RetryQueueError(RetryableError):
+    """A cleanup could not be parked in the retry queue; the stream must redeliver it."""
+
+    def __init__(self, code: str, *, context: RecordContext | None = None) -> None:
+        self.code = code
+        super().__init__(f"could not park cleanup work ({code})", context=context)

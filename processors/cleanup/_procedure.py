@@ -1,0 +1,178 @@
+"""One attempt at one cleanup, shared by the stream handler and the retry worker:
+
+1. the in-use guard: GSI1 lists the rows naming the account; an Active one refuses the delete (recorded);
+   an unreadable GSI1 parks the work (fail closed: never delete blind);
+2. the delete at Array, of the account the record names; 404 is success; 401/403 and exhausted transient
+   failures park; any other refusal is a terminal failure (recorded);
+3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
+   conditional update; best effort: a failure is recorded, never retried.
+
+The attempt returns its outcomes rather than emitting them, so that only one thread talks to the sink.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AttemptResult", "CleanupProcedure", "CredentialGate"]
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipeline.clock import Clock
+from processors.cleanup._array_client import ArrayClient
+from processors.cleanup._clients import DynamoDBClient
+from processors.cleanup._errors import (
+    ArrayCredentialError,
+    ArrayRequestRejected,
+    ArrayTransientError,
+    ErrArrayUserAlreadyDeleted,
+    GuardUnavailableError,
+)
+from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
+from processors.cleanup._work import CleanupWork
+from schema.errors import RetryableError, TerminalError
+from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+
+logger = logging.getLogger(__name__)
+
+
+class CredentialGate:
+    """Once Array refuses our credentials, the rest of a batch parks without calling Array again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._code: str | None = None
+
+    @property
+    def code(self) -> str | None:
+        with self._lock:
+            return self._code
+
+    def trip(self, code: str) -> None:
+        with self._lock:
+            if self._code is None:
+                self._code = code
+
+
+@dataclass(slots=True)
+class AttemptResult:
+    outcomes: list[OutcomeEvent] = field(default_factory=list)
+    # Set when the work must be parked (a short reason code); None when it reached a final state.
+    park_reason: str | None = None
+
+
+def make_outcome(
+    clock: Clock, work: CleanupWork, kind: OutcomeKind, detail: str | None = None
+) -> OutcomeEvent:
+    return OutcomeEvent(
+        outcome_id=outcome_id(work.source_event_id, kind, work.attempt),
+        kind=kind,
+        occurred_at=clock.now(),
+        user_id=work.user_id,
+        array_account_id=work.array_account_id,
+        source_event_id=work.source_event_id,
+        source_stream_arn=work.source_stream_arn,
+        source_shard_id=work.source_shard_id,
+        source_sequence_number=work.source_sequence_number,
+        attempt=work.attempt,
+        detail=detail,
+    )
+
+
+class CleanupProcedure:
+    def __init__(
+        self,
+        *,
+        dynamodb: DynamoDBClient,
+        array: ArrayClient,
+        table_name: str,
+        clock: Clock,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._dynamodb = dynamodb
+        self._array = array
+        self._table_name = table_name
+        self._clock = clock
+        self._monotonic = monotonic
+
+    def outcome(self, work: CleanupWork, kind: OutcomeKind, detail: str | None = None) -> OutcomeEvent:
+        return make_outcome(self._clock, work, kind, detail)
+
+    def attempt(
+        self, work: CleanupWork, *, deadline: float | None, gate: CredentialGate | None = None
+    ) -> AttemptResult:
+        result = AttemptResult()
+        if deadline is not None and self._monotonic() >= deadline:
+            result.park_reason = "budget"
+            return result
+        if gate is not None and gate.code is not None:
+            result.park_reason = gate.code
+            return result
+
+        try:
+            rows = find_rows_for_account(self._dynamodb, self._table_name, work.array_account_id)
+        except GuardUnavailableError as failed:
+            result.park_reason = f"guard:{failed.code}"
+            return result
+        if any(row.is_active for row in rows):
+            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "active_row"))
+            return result
+
+        final = self._delete(work, deadline, gate, result)
+        if final is None:
+            return result
+        result.outcomes.append(final)
+        result.outcomes.append(self._mark(work, rows))
+        return result
+
+    def _delete(
+        self, work: CleanupWork, deadline: float | None, gate: CredentialGate | None, result: AttemptResult
+    ) -> OutcomeEvent | None:
+        """The outcome of the delete when it succeeded; None when it parked or failed (already recorded)."""
+        try:
+            self._array.delete_user(work.array_account_id, deadline=deadline)
+        except ErrArrayUserAlreadyDeleted:
+            return self.outcome(work, OutcomeKind.CLEANUP_ALREADY_DELETED, ErrArrayUserAlreadyDeleted.code)
+        except ArrayCredentialError as failed:
+            if gate is not None:
+                gate.trip(failed.code)
+            result.park_reason = failed.code
+            return None
+        except ArrayTransientError as failed:
+            result.park_reason = failed.code
+            return None
+        except ArrayRequestRejected as failed:
+            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_FAILED, failed.code))
+            return None
+        except TerminalError as failed:
+            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_FAILED, type(failed).__name__))
+            return None
+        except RetryableError as failed:
+            result.park_reason = type(failed).__name__
+            return None
+        except Exception as failed:  # an unexpected client fault: parking is safe (a repeat answers 404)
+            logger.warning("unexpected error from the Array client: %s", type(failed).__name__)
+            result.park_reason = type(failed).__name__
+            return None
+        return self.outcome(work, OutcomeKind.CLEANUP_DELETED)
+
+    def _mark(self, work: CleanupWork, rows: list[RowRef]) -> OutcomeEvent:
+        if not rows:
+            return self.outcome(work, OutcomeKind.CLEANUP_MARK_FAILED, "row_not_found")
+        to_mark = [row for row in rows if not row.is_removed]
+        if not to_mark:
+            return self.outcome(work, OutcomeKind.CLEANUP_ROW_MARKED, "already_removed")
+        updated_at = self._clock.now().isoformat()
+        failures = [
+            result.code
+            for result in (
+                mark_row_removed(self._dynamodb, self._table_name, row, work.array_account_id, updated_at)
+                for row in to_mark
+            )
+            if not result.marked
+        ]
+        if failures:
+            return self.outcome(work, OutcomeKind.CLEANUP_MARK_FAILED, failures[0])
+        return self.outcome(work, OutcomeKind.CLEANUP_ROW_MARKED, "marked")

@@ -1,0 +1,74 @@
+"""Repair: close the gap the seed admits. For every account the lake shows deleted by cleanup
+(`cleanup.deleted` / `cleanup.already_deleted`), mark Removed, conditionally, each entitlement row naming it
+that is not Removed. Run by hand (`entitlements cleanup repair`), never on its own; `dry_run` lists only."""
+
+from __future__ import annotations
+
+__all__ = ["DeletedAccountsSource", "RepairCandidate", "RepairReport", "repair_removed_rows"]
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pipeline.clock import Clock
+from processors.cleanup._clients import DynamoDBClient
+from processors.cleanup._errors import GuardUnavailableError
+from processors.cleanup._table import find_rows_for_account, mark_row_removed
+
+
+class DeletedAccountsSource(Protocol):
+    """What repair needs from the lake: every (user id, Array account id) cleanup deleted at Array."""
+
+    def deleted_accounts(self) -> Iterable[tuple[str | None, str]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RepairCandidate:
+    pk: str
+    sk: str
+    array_account_id: str
+    status: str | None
+
+
+@dataclass(slots=True)
+class RepairReport:
+    accounts: int = 0
+    candidates: list[RepairCandidate] = field(default_factory=list)
+    marked: int = 0
+    # (candidate, error code) for rows not marked: a failed condition means the row changed meanwhile.
+    failed: list[tuple[RepairCandidate, str]] = field(default_factory=list)
+    # Accounts whose rows could not be read (GSI1 error code).
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def repair_removed_rows(
+    dynamodb: DynamoDBClient,
+    table_name: str,
+    source: DeletedAccountsSource,
+    *,
+    clock: Clock,
+    dry_run: bool,
+) -> RepairReport:
+    report = RepairReport()
+    accounts = sorted({account for _user, account in source.deleted_accounts() if account})
+    report.accounts = len(accounts)
+    updated_at = clock.now().isoformat()
+    for account in accounts:
+        try:
+            rows = find_rows_for_account(dynamodb, table_name, account)
+        except GuardUnavailableError as failed:
+            report.unreadable[account] = failed.code
+            continue
+        for row in rows:
+            if row.is_removed:
+                continue
+            candidate = RepairCandidate(pk=row.pk, sk=row.sk, array_account_id=account, status=row.status)
+            report.candidates.append(candidate)
+            if dry_run:
+                continue
+            result = mark_row_removed(dynamodb, table_name, row, account, updated_at)
+            if result.marked:
+                report.marked += 1
+            else:
+                report.failed.append((candidate, result.code))
+    return report

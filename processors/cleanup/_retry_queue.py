@@ -1,0 +1,106 @@
+"""The durable retry queue for parked cleanups (SQS), and its own dead-letter queue.
+
+Both keep messages for 14 days (SQS's maximum). The retry worker re-sends work it still cannot finish as
+a new message (so an outage that lasts longer than 14 days still loses nothing while the worker runs);
+the dead-letter queue receives only messages the worker repeatedly could not process at all.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_RETRY_DLQ_NAME",
+    "DEFAULT_RETRY_QUEUE_NAME",
+    "RETENTION_SECONDS",
+    "RetryQueues",
+    "SqsAdminClient",
+    "ensure_retry_queues",
+    "park_work",
+]
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from processors.cleanup._clients import SqsClient
+from processors.cleanup._errors import RetryQueueError
+from processors.cleanup._work import CleanupWork
+
+DEFAULT_RETRY_QUEUE_NAME = "entitlements-cleanup-retry"
+DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
+RETENTION_SECONDS = 14 * 24 * 3600  # 1,209,600: SQS's maximum
+MAX_DELAY_SECONDS = 900  # SQS's maximum DelaySeconds
+
+
+class SqsAdminClient(Protocol):
+    def create_queue(self, **kwargs: Any) -> Any: ...
+
+    def get_queue_attributes(self, **kwargs: Any) -> Any: ...
+
+    def set_queue_attributes(self, **kwargs: Any) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RetryQueues:
+    queue_url: str
+    queue_arn: str
+    dlq_url: str
+    dlq_arn: str
+
+
+def _queue(sqs: SqsAdminClient, name: str, attributes: dict[str, str]) -> tuple[str, str]:
+    url = str(sqs.create_queue(QueueName=name)["QueueUrl"])
+    # create_queue refuses differing attributes on an existing queue; setting them is idempotent.
+    sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    return url, str(arn)
+
+
+def ensure_retry_queues(
+    sqs: SqsAdminClient,
+    queue_name: str = DEFAULT_RETRY_QUEUE_NAME,
+    *,
+    dlq_name: str | None = None,
+    visibility_timeout_seconds: int = 120,
+    max_receive_count: int = 10,
+) -> RetryQueues:
+    """Create (or bring up to date) the retry queue and its dead-letter queue. Idempotent.
+
+    `visibility_timeout_seconds` must exceed the worker's time budget for one message."""
+    if not 0 <= visibility_timeout_seconds <= 43_200:
+        raise ValueError("SQS visibility timeout must be within 0..43200 seconds")
+    if max_receive_count < 1:
+        raise ValueError("max_receive_count must be at least 1")
+    dlq_url, dlq_arn = _queue(
+        sqs, dlq_name or f"{queue_name}-dlq", {"MessageRetentionPeriod": str(RETENTION_SECONDS)}
+    )
+    queue_url, queue_arn = _queue(
+        sqs,
+        queue_name,
+        {
+            "MessageRetentionPeriod": str(RETENTION_SECONDS),
+            "VisibilityTimeout": str(visibility_timeout_seconds),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
+            ),
+        },
+    )
+    return RetryQueues(queue_url=queue_url, queue_arn=queue_arn, dlq_url=dlq_url, dlq_arn=dlq_arn)
+
+
+def park_work(sqs: SqsClient, queue_url: str, work: CleanupWork, *, delay_seconds: int = 0) -> None:
+    """Put the work on the retry queue. Raises `RetryQueueError` if SQS did not take it."""
+    try:
+        sqs.send_message(
+            QueueUrl=queue_url,
+            MessageBody=work.model_dump_json(),
+            DelaySeconds=max(0, min(MAX_DELAY_SECONDS, delay_seconds)),
+        )
+    except (ClientError, BotoCoreError) as failed:
+        code = (
+            str(failed.response.get("Error", {}).get("Code") or "ClientError")
+            if isinstance(failed, ClientError)
+            else type(failed).__name__
+        )
+        raise RetryQueueError(code, context=work.context) from None

@@ -1,0 +1,236 @@
+"""The retry worker: drains the cleanup retry queue.
+
+Each parked message is one `CleanupWork`. The worker records a `cleanup.retried` outcome, then runs the same
+procedure as the stream handler (guard, delete, mark the row), so a parked delete that succeeds also marks
+the row. Work that still cannot finish is re-sent as a new message (attempt + 1, with a growing delay) and a
+`cleanup.parked` outcome is recorded. A message is deleted only after its outcomes were handed to the sink
+and, when given, `flush_outcomes` returned: a crash in between redelivers it, and a redelivery is safe
+(outcome ids are deterministic per attempt; a repeat delete answers 404, which is success).
+
+A message the worker cannot read is left alone: after the queue's `maxReceiveCount` receives, SQS moves it
+to the dead-letter queue.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DrainReport", "RetryPass", "RetryWorker"]
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from pipeline.clock import Clock
+from processors.cleanup._array_client import ArrayClient
+from processors.cleanup._clients import DynamoDBClient, SqsClient
+from processors.cleanup._errors import RetryQueueError
+from processors.cleanup._procedure import CleanupProcedure, CredentialGate, make_outcome
+from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_work
+from processors.cleanup._work import CleanupWork
+from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
+
+logger = logging.getLogger(__name__)
+
+_SQS_MAX_BATCH = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPass:
+    received: int = 0
+    finished: int = 0  # reached a final outcome
+    reparked: int = 0
+    malformed: int = 0
+    kept: int = 0  # left on the queue (could not re-park or flush outcomes): redelivered later
+
+
+@dataclass(frozen=True, slots=True)
+class DrainReport:
+    passes: int
+    received: int
+    finished: int
+    reparked: int
+    malformed: int
+    empty: bool  # the queue held nothing (visible, in flight or delayed) when draining stopped
+
+
+class RetryWorker:
+    def __init__(
+        self,
+        *,
+        sqs: SqsClient,
+        dynamodb: DynamoDBClient,
+        array: ArrayClient,
+        table_name: str,
+        queue_url: str,
+        sink: OutcomeSink,
+        clock: Clock,
+        flush_outcomes: Callable[[], None] | None = None,
+        concurrency: int = 8,
+        retry_budget_seconds: float = 20.0,
+        repark_base_delay_seconds: int = 30,
+        wait_time_seconds: int = 1,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._sink = sink
+        self._clock = clock
+        self._flush_outcomes = flush_outcomes
+        self._concurrency = concurrency
+        self._budget = retry_budget_seconds
+        self._repark_base = max(0, repark_base_delay_seconds)
+        self._wait_time = max(0, min(20, wait_time_seconds))
+        self._monotonic = monotonic
+        self._procedure = CleanupProcedure(
+            dynamodb=dynamodb, array=array, table_name=table_name, clock=clock, monotonic=monotonic
+        )
+
+    def repark_delay(self, attempt: int) -> int:
+        """Seconds before re-parked work is visible again: exponential in the attempt, capped by SQS."""
+        if self._repark_base == 0:
+            return 0
+        return int(min(MAX_DELAY_SECONDS, self._repark_base * 2 ** max(0, min(attempt - 1, 10))))
+
+    def run_once(self) -> RetryPass:
+        """Receive up to `concurrency` messages (in SQS batches of 10), process them concurrently."""
+        messages: list[dict[str, Any]] = []
+        wait = self._wait_time
+        while len(messages) < self._concurrency:
+            batch = self._receive(min(_SQS_MAX_BATCH, self._concurrency - len(messages)), wait)
+            if not batch:
+                break
+            messages.extend(batch)
+            wait = 0
+        if not messages:
+            return RetryPass()
+
+        parsed: list[tuple[dict[str, Any], CleanupWork]] = []
+        malformed = 0
+        for message in messages:
+            try:
+                parsed.append((message, CleanupWork.model_validate_json(str(message.get("Body", "")))))
+            except ValidationError:
+                malformed += 1  # left on the queue: the redrive policy moves it to the dead-letter queue
+        if malformed:
+            logger.warning("retry queue: %d unreadable message(s) left for the dead-letter queue", malformed)
+
+        deadline = self._monotonic() + self._budget
+        gate = CredentialGate()
+        outcomes: list[OutcomeEvent] = []
+        done: list[dict[str, Any]] = []
+        finished = reparked = kept = 0
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(parsed) or 1)) as pool:
+            results = list(pool.map(lambda pair: self._process(pair[1], deadline, gate), parsed))
+        for (message, _work), (work_outcomes, state) in zip(parsed, results, strict=True):
+            outcomes.extend(work_outcomes)
+            if state == "kept":
+                kept += 1
+                continue
+            done.append(message)
+            if state == "reparked":
+                reparked += 1
+            else:
+                finished += 1
+
+        for outcome in outcomes:
+            self._sink.add_outcome(outcome)
+        if self._flush_outcomes is not None:
+            self._flush_outcomes()
+        for message in done:
+            self._delete(message)
+        return RetryPass(
+            received=len(messages), finished=finished, reparked=reparked, malformed=malformed, kept=kept
+        )
+
+    def drain(
+        self, *, max_seconds: float = 600.0, sleep: Callable[[float], None] = time.sleep
+    ) -> DrainReport:
+        """Run passes until the queue is empty (nothing visible, in flight or delayed) or time runs out."""
+        stop_at = self._monotonic() + max_seconds
+        passes = received = finished = reparked = malformed = 0
+        empty = False
+        while self._monotonic() < stop_at:
+            result = self.run_once()
+            passes += 1
+            received += result.received
+            finished += result.finished
+            reparked += result.reparked
+            malformed += result.malformed
+            if result.received == 0:
+                if self.queue_depth() == 0:
+                    empty = True
+                    break
+                sleep(0.2)
+        return DrainReport(
+            passes=passes,
+            received=received,
+            finished=finished,
+            reparked=reparked,
+            malformed=malformed,
+            empty=empty,
+        )
+
+    def run_forever(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                result = self.run_once()
+            except (ClientError, BotoCoreError) as failed:
+                logger.warning("retry worker pass failed: %s", type(failed).__name__)
+                stop.wait(5.0)
+                continue
+            if result.received == 0:
+                stop.wait(1.0)
+
+    def queue_depth(self) -> int:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self._queue_url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        return sum(int(value) for value in attributes.values())
+
+    def _receive(self, count: int, wait: int) -> list[dict[str, Any]]:
+        response = self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=count,
+            WaitTimeSeconds=wait,
+        )
+        return list(response.get("Messages", []))
+
+    def _delete(self, message: dict[str, Any]) -> None:
+        try:
+            self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"])
+        except (ClientError, BotoCoreError) as failed:
+            # Redelivered later and redone safely (a repeat delete answers 404).
+            logger.warning("could not delete a retry message: %s", type(failed).__name__)
+
+    def _process(
+        self, work: CleanupWork, deadline: float, gate: CredentialGate
+    ) -> tuple[list[OutcomeEvent], str]:
+        """(outcomes, "finished" | "reparked" | "kept")."""
+        attempt_no = max(1, work.attempt)
+        work = work.model_copy(update={"attempt": attempt_no})
+        outcomes = [make_outcome(self._clock, work, OutcomeKind.CLEANUP_RETRIED, work.park_reason)]
+        result = self._procedure.attempt(work, deadline=deadline, gate=gate)
+        outcomes.extend(result.outcomes)
+        if result.park_reason is None:
+            return outcomes, "finished"
+        next_work = work.model_copy(update={"attempt": attempt_no + 1, "park_reason": result.park_reason})
+        try:
+            park_work(self._sqs, self._queue_url, next_work, delay_seconds=self.repark_delay(attempt_no))
+        except RetryQueueError as failed:
+            logger.warning("could not re-park a cleanup: %s", failed.code)
+            return outcomes, "kept"
+        outcomes.append(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, result.park_reason))
+        return outcomes, "reparked"
