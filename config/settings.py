@@ -86,6 +86,13 @@ class ConsumerSettings(BaseModel):
     handler_retry_attempts: int = Field(default=5, ge=1)
     handler_retry_max_seconds: float = Field(default=10.0, gt=0)
     initial_position: str = "TRIM_HORIZON"
+    # The consumer flushes every handler and then checkpoints when either bound is reached.
+    commit_every_records: int = Field(default=10_000, ge=1)
+    commit_interval_seconds: float = Field(default=5.0, gt=0)
+    # A tap for tests and debugging: every event's identity appended to this JSON-lines file.
+    event_journal: Path | None = None
+    launcher_jar: Path = Path("pipeline/launcher/target/entitlements-kcl-launcher.jar")
+    java: str = "java"
 
     @property
     def quarantine_dir(self) -> Path:

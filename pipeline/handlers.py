@@ -6,6 +6,8 @@ handler has not made durable is redelivered after a crash. Handlers therefore se
 and must be idempotent (key side effects by the event's identity or make them naturally repeatable).
 
 `flush` raises `RetryableError` for a failure worth retrying; anything else is treated as terminal.
+When a handler still cannot flush, the consumer parks the raw records it was given (pipeline.parking)
+and calls `discard_pending`, so one failing handler neither loses work nor stalls the shard.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class Handler(Protocol):
 
     def flush(self) -> None:
         """Make everything added so far durable. Return only when it is."""
+        ...
+
+    def discard_pending(self) -> None:
+        """Forget what was added since the last successful flush: the consumer has parked it durably
+        (as raw records) after the handler failed to flush, and will replay it through the same path."""
         ...
 
 

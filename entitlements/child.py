@@ -1,0 +1,55 @@
+"""The KCL child process: one per shard, started by the Java launcher, speaking the multilang protocol
+on stdin/stdout. It builds the settings from its environment, registers the handlers and runs.
+
+Nothing here may write to stdout: it is the protocol channel.
+"""
+
+from __future__ import annotations
+
+__all__ = ["build_registry", "main"]
+
+from amazon_kclpy import kcl
+
+from config import Settings, load_settings
+from entitlements._logging import configure_logging
+from pipeline.decode import decode_record
+from pipeline.handlers import HandlerRegistry
+from pipeline.journal import JournalHandler
+from pipeline.parking import ParkedWork
+from pipeline.quarantine import Quarantine
+from pipeline.record_processor import KclRecordProcessor
+from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+
+
+def build_registry(settings: Settings) -> HandlerRegistry:
+    """The handlers, in flush order. Processors come before the lake so their outcomes land with it."""
+    registry = HandlerRegistry()
+    if settings.consumer.event_journal is not None:
+        registry.register(JournalHandler(settings.consumer.event_journal))
+    return registry
+
+
+def build_consumer(settings: Settings) -> ShardConsumer:
+    consumer = settings.consumer
+    if consumer.stream_arn is None:
+        raise SystemExit("ENTITLEMENTS_CONSUMER__STREAM_ARN must be set for the KCL child")
+    return ShardConsumer(
+        stream_arn=consumer.stream_arn,
+        handlers=build_registry(settings),
+        decode=decode_record,
+        quarantine=Quarantine(consumer.quarantine_dir),
+        parked=ParkedWork(consumer.parked_dir),
+        stats_dir=consumer.state_dir / "stats",
+        commit=CommitPolicy(consumer.commit_every_records, consumer.commit_interval_seconds),
+        retry=RetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
+    )
+
+
+def main() -> None:
+    configure_logging()
+    settings = load_settings()
+    kcl.KCLProcess(KclRecordProcessor(build_consumer(settings))).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""A handler that appends each event's identity to a JSON-lines file: a tap for tests and debugging.
+
+It records where each event came from and what kind it is (never item attributes beyond the keys),
+and makes the file durable on flush, so what it holds is exactly what the consumer delivered before
+each checkpoint.
+"""
+
+from __future__ import annotations
+
+__all__ = ["JournalHandler"]
+
+import json
+import os
+from pathlib import Path
+
+from pipeline._files import private_dir
+from pipeline.events import StreamEvent
+
+
+class JournalHandler:
+    name = "journal"
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._pending: list[str] = []
+
+    def add(self, event: StreamEvent) -> None:
+        self._pending.append(
+            json.dumps(
+                {
+                    "event_id": event.event_id,
+                    "event_type": event.event_type.value,
+                    "change": event.change.value,
+                    "shard_id": event.position.shard_id,
+                    "sequence_number": event.position.sequence_number,
+                    "keys": event.keys,
+                    "ttl_deletion": event.ttl_deletion,
+                    "created_at": event.created_at.isoformat(),
+                    "pid": os.getpid(),
+                },
+                sort_keys=True,
+                default=str,
+            )
+        )
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        private_dir(self._path.parent)
+        with self._path.open("a", encoding="utf-8") as out:
+            out.write("\n".join(self._pending) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        self._pending.clear()
+
+    def discard_pending(self) -> None:
+        self._pending.clear()

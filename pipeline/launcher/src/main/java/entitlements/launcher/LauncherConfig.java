@@ -1,0 +1,82 @@
+package entitlements.launcher;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.UUID;
+
+/**
+ * The launcher's settings, read from one properties file that {@code entitlements consume} writes from the
+ * project's settings. Keys are documented in pipeline/launcher/README.md.
+ */
+final class LauncherConfig {
+    final String executableName;
+    final String applicationName;
+    final String workerId;
+    final String region;
+    final Optional<String> streamArn;
+    final Optional<String> tableName;
+    final Optional<URI> dynamoDbEndpoint;
+    final Optional<URI> streamsEndpoint;
+    final Optional<URI> cloudWatchEndpoint;
+    final String initialPosition;
+    final long idleTimeBetweenReadsMillis;
+    final long failoverTimeMillis;
+    final long leaseAssignmentIntervalMillis;
+    final long shardSyncIntervalMillis;
+    final long parentShardPollIntervalMillis;
+    final int maxRecords;
+    final boolean metricsEnabled;
+    final Optional<Integer> processingTimeoutSeconds;
+    final long shutdownTimeoutMillis;
+
+    private LauncherConfig(Properties p) {
+        executableName = required(p, "executableName");
+        applicationName = required(p, "applicationName");
+        workerId = p.getProperty("workerId", "worker-" + UUID.randomUUID());
+        region = required(p, "regionName");
+        streamArn = optional(p, "streamArn");
+        tableName = optional(p, "tableName");
+        if (streamArn.isEmpty() && tableName.isEmpty()) {
+            throw new IllegalArgumentException("either streamArn or tableName is required");
+        }
+        dynamoDbEndpoint = optional(p, "dynamoDbEndpoint").map(URI::create);
+        streamsEndpoint = optional(p, "streamsEndpoint").map(URI::create);
+        cloudWatchEndpoint = optional(p, "cloudWatchEndpoint").map(URI::create);
+        initialPosition = p.getProperty("initialPositionInStream", "TRIM_HORIZON");
+        idleTimeBetweenReadsMillis = longValue(p, "idleTimeBetweenReadsInMillis", 1000L);
+        failoverTimeMillis = longValue(p, "failoverTimeMillis", 10_000L);
+        leaseAssignmentIntervalMillis = longValue(p, "leaseAssignmentIntervalMillis", 2 * failoverTimeMillis);
+        shardSyncIntervalMillis = longValue(p, "shardSyncIntervalMillis", 60_000L);
+        parentShardPollIntervalMillis = longValue(p, "parentShardPollIntervalMillis", 10_000L);
+        maxRecords = (int) longValue(p, "maxRecords", 1000L);
+        metricsEnabled = Boolean.parseBoolean(p.getProperty("metricsEnabled", "false"));
+        processingTimeoutSeconds = optional(p, "timeoutInSeconds").map(Integer::valueOf);
+        shutdownTimeoutMillis = longValue(p, "shutdownTimeoutMillis", 60_000L);
+    }
+
+    static LauncherConfig load(Path file) throws IOException {
+        Properties properties = new Properties();
+        try (InputStream in = Files.newInputStream(file)) {
+            properties.load(in);
+        }
+        return new LauncherConfig(properties);
+    }
+
+    private static String required(Properties p, String key) {
+        return optional(p, key).orElseThrow(() -> new IllegalArgumentException(key + " is required"));
+    }
+
+    private static Optional<String> optional(Properties p, String key) {
+        String value = p.getProperty(key);
+        return value == null || value.isBlank() ? Optional.empty() : Optional.of(value.trim());
+    }
+
+    private static long longValue(Properties p, String key, long fallback) {
+        return optional(p, key).map(Long::parseLong).orElse(fallback);
+    }
+}

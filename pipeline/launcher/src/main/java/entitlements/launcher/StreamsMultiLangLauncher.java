@@ -1,0 +1,169 @@
+package entitlements.launcher;
+
+import com.amazonaws.services.dynamodbv2.streamsadapter.AmazonDynamoDBStreamsAdapterClient;
+import com.amazonaws.services.dynamodbv2.streamsadapter.StreamsSchedulerFactory;
+import com.amazonaws.services.dynamodbv2.streamsadapter.polling.DynamoDBStreamsPollingConfig;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.commons.beanutils.BeanUtilsBean;
+import org.apache.commons.beanutils.ConvertUtilsBean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.cloudwatch.CloudWatchAsyncClient;
+import software.amazon.awssdk.services.cloudwatch.CloudWatchAsyncClientBuilder;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClientBuilder;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
+import software.amazon.awssdk.services.dynamodb.model.DescribeTableRequest;
+import software.amazon.awssdk.services.dynamodb.streams.DynamoDbStreamsClient;
+import software.amazon.awssdk.services.dynamodb.streams.DynamoDbStreamsClientBuilder;
+import software.amazon.kinesis.common.ConfigsBuilder;
+import software.amazon.kinesis.common.InitialPositionInStream;
+import software.amazon.kinesis.common.InitialPositionInStreamExtended;
+import software.amazon.kinesis.coordinator.Scheduler;
+import software.amazon.kinesis.leases.LeaseManagementConfig;
+import software.amazon.kinesis.metrics.MetricsConfig;
+import software.amazon.kinesis.metrics.NullMetricsFactory;
+import software.amazon.kinesis.multilang.MultiLangRecordProcessorFactory;
+import software.amazon.kinesis.multilang.config.MultiLangDaemonConfiguration;
+import software.amazon.kinesis.processor.ShardRecordProcessor;
+import software.amazon.kinesis.processor.ShardRecordProcessorFactory;
+import software.amazon.kinesis.processor.StreamTracker;
+import software.amazon.kinesis.retrieval.RetrievalConfig;
+
+/**
+ * Runs amazon-kclpy record processors (child processes speaking the multilang protocol) over a DynamoDB
+ * Stream: KCL 3's scheduler, fed by the DynamoDB Streams Kinesis Adapter.
+ *
+ * <p>Usage: {@code java -jar entitlements-kcl-launcher.jar launcher.properties}
+ */
+public final class StreamsMultiLangLauncher {
+    private static final Logger LOG = LoggerFactory.getLogger(StreamsMultiLangLauncher.class);
+
+    private StreamsMultiLangLauncher() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 1) {
+            System.err.println("usage: entitlements-kcl-launcher <launcher.properties>");
+            System.exit(2);
+        }
+        LauncherConfig config = LauncherConfig.load(Path.of(args[0]));
+        Region region = Region.of(config.region);
+        DefaultCredentialsProvider credentials = DefaultCredentialsProvider.builder().build();
+
+        DynamoDbStreamsClientBuilder streamsBuilder =
+                DynamoDbStreamsClient.builder().region(region).credentialsProvider(credentials);
+        config.streamsEndpoint.ifPresent(streamsBuilder::endpointOverride);
+        DynamoDbAsyncClientBuilder dynamoBuilder =
+                DynamoDbAsyncClient.builder().region(region).credentialsProvider(credentials);
+        config.dynamoDbEndpoint.ifPresent(dynamoBuilder::endpointOverride);
+        CloudWatchAsyncClientBuilder cloudWatchBuilder =
+                CloudWatchAsyncClient.builder().region(region).credentialsProvider(credentials);
+        config.cloudWatchEndpoint.ifPresent(cloudWatchBuilder::endpointOverride);
+
+        String streamArn = config.streamArn.orElseGet(() -> latestStreamArn(config, region, credentials));
+        AmazonDynamoDBStreamsAdapterClient adapterClient =
+                new AmazonDynamoDBStreamsAdapterClient(streamsBuilder.build(), region);
+
+        ExecutorService childIo = Executors.newCachedThreadPool();
+        ShardRecordProcessorFactory processors = multiLangProcessors(config, childIo);
+        StreamTracker tracker = StreamsSchedulerFactory.createSingleStreamTracker(
+                streamArn,
+                InitialPositionInStreamExtended.newInitialPosition(
+                        InitialPositionInStream.valueOf(config.initialPosition)));
+
+        ConfigsBuilder configs = new ConfigsBuilder(
+                tracker,
+                config.applicationName,
+                adapterClient,
+                dynamoBuilder.build(),
+                cloudWatchBuilder.build(),
+                config.workerId,
+                processors);
+
+        LeaseManagementConfig leases = configs.leaseManagementConfig()
+                .failoverTimeMillis(config.failoverTimeMillis)
+                .leaseAssignmentIntervalMillis(config.leaseAssignmentIntervalMillis)
+                .shardSyncIntervalMillis(config.shardSyncIntervalMillis);
+        // Worker metrics would probe the EC2 metadata address; they only feed KCL's load balancing.
+        leases.workerUtilizationAwareAssignmentConfig().disableWorkerMetrics(true);
+
+        MetricsConfig metrics = configs.metricsConfig();
+        if (!config.metricsEnabled) {
+            metrics.metricsFactory(new NullMetricsFactory());
+        }
+
+        DynamoDBStreamsPollingConfig polling = new DynamoDBStreamsPollingConfig(adapterClient)
+                .idleTimeBetweenReadsInMillis(config.idleTimeBetweenReadsMillis);
+        polling.maxRecords(config.maxRecords);
+        RetrievalConfig retrieval = configs.retrievalConfig().retrievalSpecificConfig(polling);
+
+        Scheduler scheduler = StreamsSchedulerFactory.createScheduler(
+                configs.checkpointConfig(),
+                configs.coordinatorConfig().parentShardPollIntervalMillis(config.parentShardPollIntervalMillis),
+                leases,
+                configs.lifecycleConfig(),
+                metrics,
+                configs.processorConfig().callProcessRecordsEvenForEmptyRecordList(false),
+                retrieval,
+                adapterClient);
+
+        Thread runner = new Thread(scheduler, "kcl-scheduler");
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutDown(scheduler, runner, config),
+                "kcl-graceful-shutdown"));
+        LOG.info("Starting worker {} of application {}", config.workerId, config.applicationName);
+        runner.start();
+        runner.join();
+        childIo.shutdownNow();
+    }
+
+    /** Graceful shutdown: every processor gets shutdownRequested and may checkpoint what it flushed. */
+    private static void shutDown(Scheduler scheduler, Thread runner, LauncherConfig config) {
+        LOG.info("Shutdown requested: checkpointing and releasing leases");
+        try {
+            boolean done = scheduler.startGracefulShutdown()
+                    .get(config.shutdownTimeoutMillis, TimeUnit.MILLISECONDS);
+            LOG.info("Graceful shutdown {}", done ? "completed" : "did not complete");
+        } catch (Exception e) {
+            LOG.error("Graceful shutdown failed", e);
+        }
+        try {
+            runner.join(config.shutdownTimeoutMillis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static ShardRecordProcessorFactory multiLangProcessors(LauncherConfig config, ExecutorService io) {
+        ConvertUtilsBean converters = new ConvertUtilsBean();
+        MultiLangDaemonConfiguration multiLang =
+                new MultiLangDaemonConfiguration(new BeanUtilsBean(converters), converters);
+        config.processingTimeoutSeconds.ifPresent(multiLang::setTimeoutInSeconds);
+        MultiLangRecordProcessorFactory children =
+                new MultiLangRecordProcessorFactory(config.executableName, io, multiLang);
+        return () -> {
+            ShardRecordProcessor child = children.shardRecordProcessor();
+            return new MultiLangStreamsProcessor(child);
+        };
+    }
+
+    private static String latestStreamArn(
+            LauncherConfig config, Region region, DefaultCredentialsProvider credentials) {
+        DynamoDbClientBuilder builder = DynamoDbClient.builder().region(region).credentialsProvider(credentials);
+        config.dynamoDbEndpoint.ifPresent(builder::endpointOverride);
+        try (DynamoDbClient dynamo = builder.build()) {
+            String table = config.tableName.orElseThrow();
+            String arn = dynamo.describeTable(DescribeTableRequest.builder().tableName(table).build())
+                    .table().latestStreamArn();
+            if (arn == null) {
+                throw new IllegalStateException("table has no stream enabled");
+            }
+            return arn;
+        }
+    }
+}

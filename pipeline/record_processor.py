@@ -1,0 +1,69 @@
+"""amazon-kclpy's v3 record processor interface, adapted onto `ShardConsumer`.
+
+kclpy catches any exception a processor raises, prints it and reports the action done, after which a
+later checkpoint would silently move past the failed records. So no exception may reach kclpy: an
+unexpected one ends the child process (SystemExit), the daemon stops, and the supervisor restarts it
+from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KclRecordProcessor"]
+
+import logging
+from typing import Any
+
+from amazon_kclpy.v3 import processor as kcl_processor
+
+from pipeline.parking import RawRecord
+from pipeline.shard_consumer import ShardConsumer
+
+logger = logging.getLogger(__name__)
+
+EXIT_CODE_CRASH = 70
+
+
+class KclRecordProcessor(kcl_processor.RecordProcessorBase):  # type: ignore[misc]
+    def __init__(self, consumer: ShardConsumer) -> None:
+        self._consumer = consumer
+
+    def initialize(self, initialize_input: Any) -> None:
+        self._guard(lambda: self._consumer.start(initialize_input.shard_id))
+
+    def process_records(self, process_records_input: Any) -> None:
+        def run() -> None:
+            records = [
+                # The sequence number stays the exact string the daemon gave: never an int.
+                RawRecord(data=record.binary_data, sequence_number=record.sequence_number)
+                for record in process_records_input.records
+            ]
+            checkpointer = process_records_input.checkpointer
+            self._consumer.process(
+                records,
+                lambda seq: checkpointer.checkpoint(seq),
+                process_records_input.millis_behind_latest,
+            )
+
+        self._guard(run)
+
+    def lease_lost(self, lease_lost_input: Any) -> None:
+        self._guard(self._consumer.lease_lost)
+
+    def shard_ended(self, shard_ended_input: Any) -> None:
+        checkpointer = shard_ended_input.checkpointer
+        self._guard(lambda: self._consumer.shard_ended(lambda seq: checkpointer.checkpoint(seq)))
+
+    def shutdown_requested(self, shutdown_requested_input: Any) -> None:
+        checkpointer = shutdown_requested_input.checkpointer
+        self._guard(lambda: self._consumer.shutdown_requested(lambda seq: checkpointer.checkpoint(seq)))
+
+    def _guard(self, action: Any) -> None:
+        try:
+            action()
+        except Exception as error:
+            # Error class and stream position only: the message of a third-party error may hold data.
+            logger.critical(
+                "record processor stopping without checkpoint",
+                extra={"error": type(error).__name__, "shard": self._consumer.shard_id},
+            )
+            raise SystemExit(EXIT_CODE_CRASH) from None
