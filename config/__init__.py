@@ -10,6 +10,7 @@ from config.settings import (
     PolicySettings,
     Settings,
     load_settings,
+    settings_environment,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "PolicySettings",
     "Settings",
     "load_settings",
+    "settings_environment",
 ]

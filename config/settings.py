@@ -17,6 +17,7 @@ __all__ = [
     "PolicySettings",
     "Settings",
     "load_settings",
+    "settings_environment",
 ]
 
 from datetime import datetime
@@ -146,6 +147,26 @@ class Settings(BaseSettings):
     array: ArraySettings = ArraySettings()
     lake: LakeSettings = LakeSettings()
     erasure: ErasureSettings = ErasureSettings()
+
+
+def settings_environment(settings: Settings) -> dict[str, str]:
+    """The environment that rebuilds these settings in a child process (the KCL child, a worker).
+
+    Secrets are revealed here on purpose: the environment is how a child is configured. Never log it.
+    """
+    env: dict[str, str] = {}
+    for section_name in type(settings).model_fields:
+        section = getattr(settings, section_name)
+        for field_name in type(section).model_fields:
+            value = getattr(section, field_name)
+            if value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            elif isinstance(value, datetime):
+                value = value.isoformat()
+            env[f"ENTITLEMENTS_{section_name.upper()}__{field_name.upper()}"] = str(value)
+    return env
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -109,7 +109,8 @@ public final class StreamsMultiLangLauncher {
                 leases,
                 configs.lifecycleConfig(),
                 metrics,
-                configs.processorConfig().callProcessRecordsEvenForEmptyRecordList(false),
+                // Empty batches let the child commit on its interval while the stream is quiet.
+                configs.processorConfig().callProcessRecordsEvenForEmptyRecordList(true),
                 retrieval,
                 adapterClient);
 

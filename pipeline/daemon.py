@@ -1,0 +1,183 @@
+"""Running the Java KCL launcher: its properties file, its process, and a supervisor that restarts it.
+
+`entitlements consume` writes the properties from the settings, passes the settings to the Python
+children through the environment, and keeps the daemon running. A daemon that exits on its own (a child
+crashed, which makes the daemon exit) is restarted with backoff; it resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DaemonSpec", "KclDaemon", "launcher_properties", "supervise"]
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from config import Settings, settings_environment
+
+logger = logging.getLogger(__name__)
+
+
+def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, child_command: str) -> str:
+    """The launcher's properties file (keys documented in pipeline/launcher/README.md)."""
+    consumer, aws = settings.consumer, settings.aws
+    values: dict[str, str | None] = {
+        "executableName": child_command,
+        "applicationName": consumer.application_name,
+        "workerId": worker_id,
+        "regionName": aws.region,
+        "streamArn": stream_arn,
+        "dynamoDbEndpoint": aws.endpoint("dynamodb"),
+        "streamsEndpoint": aws.endpoint("streams"),
+        "cloudWatchEndpoint": aws.endpoint("cloudwatch"),
+        "initialPositionInStream": consumer.initial_position,
+        "idleTimeBetweenReadsInMillis": str(consumer.idle_time_between_reads_ms),
+        "failoverTimeMillis": str(consumer.failover_time_ms),
+        "leaseAssignmentIntervalMillis": str(consumer.lease_assignment_interval_ms),
+        "shardSyncIntervalMillis": str(consumer.shard_sync_interval_ms),
+        "parentShardPollIntervalMillis": str(min(consumer.shard_sync_interval_ms, 10_000)),
+        "metricsEnabled": str(consumer.metrics_enabled).lower(),
+    }
+    return "".join(f"{key} = {value}\n" for key, value in values.items() if value is not None)
+
+
+@dataclass(frozen=True)
+class DaemonSpec:
+    java: str
+    launcher_jar: Path
+    properties_path: Path
+    environment: Mapping[str, str] = field(default_factory=dict)
+    log_path: Path | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        stream_arn: str,
+        worker_id: str,
+        work_dir: Path,
+        python: str = sys.executable,
+    ) -> DaemonSpec:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        properties_path = work_dir / f"launcher-{worker_id}.properties"
+        child = f"{python} -m entitlements.child"
+        properties_path.write_text(
+            launcher_properties(settings, stream_arn=stream_arn, worker_id=worker_id, child_command=child)
+        )
+        env = settings_environment(settings)
+        env["ENTITLEMENTS_CONSUMER__STREAM_ARN"] = stream_arn
+        aws = settings.aws
+        if aws.access_key_id is not None and aws.secret_access_key is not None:
+            env["AWS_ACCESS_KEY_ID"] = aws.access_key_id.get_secret_value()
+            env["AWS_SECRET_ACCESS_KEY"] = aws.secret_access_key.get_secret_value()
+        env["AWS_REGION"] = aws.region
+        if aws.endpoint_url is not None:
+            # Local stack: nothing may probe the EC2 metadata address.
+            env["AWS_EC2_METADATA_DISABLED"] = "true"
+        return cls(
+            java=settings.consumer.java,
+            launcher_jar=settings.consumer.launcher_jar,
+            properties_path=properties_path,
+            environment=env,
+            log_path=work_dir / f"daemon-{worker_id}.log",
+        )
+
+
+class KclDaemon:
+    """One launcher JVM. stdout is discarded (the JVM never writes to it); stderr goes to a log file."""
+
+    def __init__(self, spec: DaemonSpec) -> None:
+        self._spec = spec
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        if self.running:
+            raise RuntimeError("daemon already running")
+        if not self._spec.launcher_jar.exists():
+            raise FileNotFoundError(f"launcher jar not built: {self._spec.launcher_jar} (run make setup)")
+        stderr: int | IO[bytes] = subprocess.DEVNULL
+        if self._spec.log_path is not None:
+            self._log = self._spec.log_path.open("ab")
+            stderr = self._log
+        self._process = subprocess.Popen(
+            [self._spec.java, "-jar", str(self._spec.launcher_jar), str(self._spec.properties_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, **self._spec.environment},
+            start_new_session=True,  # its own process group, so a kill reaches the Python children too
+        )
+        logger.info("daemon started", extra={"pid": self._process.pid})
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM: the launcher shuts down gracefully and processors checkpoint what they flushed."""
+        if self._process is None:
+            return None
+        if self.running:
+            self._process.send_signal(signal.SIGTERM)
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self._process.wait()
+        finally:
+            self._close_log()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: a crash, with no chance to checkpoint."""
+        if self._process is not None and self.running:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+        self._close_log()
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self._process is None:
+            raise RuntimeError("daemon not started")
+        return self._process.wait(timeout)
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def supervise(daemon: KclDaemon, stop: threading.Event, *, max_backoff: float = 60.0) -> None:
+    """Keep the daemon running until `stop` is set; restart it with backoff when it exits on its own.
+
+    The backoff doubles while restarts keep failing and resets after a daemon has run for five minutes.
+    """
+    backoff = 1.0
+    daemon.start()
+    started = time.monotonic()
+    while not stop.is_set():
+        if daemon.running:
+            stop.wait(1.0)
+            continue
+        code = daemon.wait()
+        if time.monotonic() - started > 300:
+            backoff = 1.0
+        logger.error("daemon exited; restarting", extra={"exit_code": code, "backoff_s": backoff})
+        stop.wait(backoff)
+        backoff = min(backoff * 2, max_backoff)
+        if not stop.is_set():
+            daemon.start()
+            started = time.monotonic()
+    daemon.stop()
