@@ -223,9 +223,7 @@ class ShardConsumer:
             sequence_number=record.sequence_number,
         )
         self.stats.quarantined += 1
-        logger.warning(
-            "record quarantined", extra={"error": type(error).__name__, **self._where(record)}
-        )
+        logger.warning("record quarantined", extra={"error": type(error).__name__, **self._where(record)})
 
     def _flush_or_park(self, handler: Handler) -> None:
         failure = self._failed_adds.get(handler.name)
@@ -233,7 +231,9 @@ class ShardConsumer:
             try:
                 for attempt in Retrying(
                     stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
-                    wait=wait_exponential_jitter(initial=self._retry.initial_wait, max=self._retry.max_wait),
+                    wait=wait_exponential_jitter(
+                        multiplier=self._retry.initial_wait, max=self._retry.max_wait
+                    ),
                     retry=retry_if_exception_type(RetryableError),
                     reraise=True,
                 ):
@@ -253,8 +253,12 @@ class ShardConsumer:
         self.stats.parked_batches += 1
         logger.error(
             "handler could not flush; its records were parked",
-            extra={"handler": handler.name, "error": failure, "shard": self._shard_id,
-                   "records": len(self._pending)},
+            extra={
+                "handler": handler.name,
+                "error": failure,
+                "shard": self._shard_id,
+                "records": len(self._pending),
+            },
         )
 
     def _checkpoint(self, checkpoint: Checkpoint, sequence_number: str | None) -> None:

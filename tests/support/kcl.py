@@ -1,0 +1,113 @@
+"""Running the real Java KCL daemon in tests: settings tuned for quick lease take-up, and waiting."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from config import Settings, load_settings
+from pipeline.daemon import DaemonSpec, KclDaemon
+from pipeline.tables import create_table
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
+
+
+def test_settings(endpoint: str, table_name: str, state_dir: Path, **overrides: Any) -> Settings:
+    consumer = {
+        "table_name": table_name,
+        "application_name": f"app-{table_name}",
+        "state_dir": state_dir,
+        "idle_time_between_reads_ms": 200,
+        "failover_time_ms": 4000,
+        "lease_assignment_interval_ms": 1000,
+        "shard_sync_interval_ms": 2000,
+        "commit_every_records": 50,
+        "commit_interval_seconds": 0.5,
+        "event_journal": state_dir / "journal.jsonl",
+        "launcher_jar": LAUNCHER_JAR,
+        **overrides.pop("consumer", {}),
+    }
+    return load_settings(
+        aws={"endpoint_url": endpoint, "region": "eu-west-1",
+             "access_key_id": "testing", "secret_access_key": "testing"},
+        consumer=consumer,
+        **overrides,
+    )
+
+
+def dynamodb(endpoint: str) -> Any:
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name="eu-west-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def new_table(endpoint: str) -> tuple[str, str]:
+    """A fresh table (so each test module has its own stream); returns (name, stream ARN)."""
+    name = f"entitlements-{uuid.uuid4().hex[:8]}"
+    client = dynamodb(endpoint)
+    create_table(client, name)
+    arn = client.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+    return name, arn
+
+
+@dataclass
+class RunningConsumer:
+    settings: Settings
+    stream_arn: str
+    daemons: dict[str, KclDaemon]
+
+    @property
+    def journal(self) -> Path:
+        path = self.settings.consumer.event_journal
+        assert path is not None
+        return path
+
+    def start_worker(self, worker_id: str) -> KclDaemon:
+        spec = DaemonSpec.from_settings(
+            self.settings, stream_arn=self.stream_arn, worker_id=worker_id,
+            work_dir=self.settings.consumer.state_dir / "daemon",
+        )
+        daemon = KclDaemon(spec)
+        daemon.start()
+        self.daemons[worker_id] = daemon
+        return daemon
+
+    def events(self) -> list[dict[str, Any]]:
+        if not self.journal.exists():
+            return []
+        return [json.loads(line) for line in self.journal.read_text().splitlines() if line]
+
+    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 180.0) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            events = self.events()
+            if predicate(events):
+                return events
+            time.sleep(0.5)
+        logs = self.settings.consumer.state_dir / "daemon"
+        raise AssertionError(f"timed out with {len(self.events())} events in the journal; daemon logs in {logs}")
+
+    def stop_all(self) -> None:
+        for daemon in self.daemons.values():
+            daemon.stop(timeout=60)
+
+
+@contextmanager
+def running_consumer(endpoint: str, state_dir: Path, *, worker_id: str = "worker-1", **overrides: Any) -> Iterator[RunningConsumer]:
+    name, arn = new_table(endpoint)
+    settings = test_settings(endpoint, name, state_dir, **overrides)
+    consumer = RunningConsumer(settings=settings, stream_arn=arn, daemons={})
+    if worker_id:
+        consumer.start_worker(worker_id)
+    try:
+        yield consumer
+    finally:
+        consumer.stop_all()
