@@ -1,0 +1,47 @@
+"""DuckDB plumbing shared by the lake's Python code: a UTC connection that can read the lake, and safe
+SQL literals for file lists."""
+
+from __future__ import annotations
+
+__all__ = ["arrow_reader", "arrow_table", "connect", "literal", "path_list", "read_files_sql"]
+
+from collections.abc import Iterable
+
+import duckdb
+import pyarrow as pa
+
+from analytics.lake._filesystem import Lake
+
+
+def connect(lake: Lake, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    lake.register(con)
+    return con
+
+
+def literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def path_list(lake: Lake, relatives: Iterable[str]) -> str:
+    return "[" + ", ".join(literal(lake.uri_for(relative)) for relative in relatives) + "]"
+
+
+def read_files_sql(lake: Lake, anchor: str, relatives: Iterable[str]) -> str:
+    """`read_parquet` over files plus the dataset's schema anchor, so every current column exists."""
+    return (
+        f"read_parquet({path_list(lake, [anchor, *relatives])}, union_by_name = true, "
+        "hive_partitioning = false)"
+    )
+
+
+def arrow_table(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    return con.sql(sql).to_arrow_table()
+
+
+def arrow_reader(con: duckdb.DuckDBPyConnection, sql: str, batch_size: int) -> pa.RecordBatchReader:
+    return con.sql(sql).to_arrow_reader(batch_size)

@@ -1,0 +1,106 @@
+"""Where the lake lives: a local directory (the default) or `s3://bucket/prefix` through pyarrow's S3
+filesystem. DuckDB cannot load its httpfs extension here, so an S3 lake is handed to DuckDB as an fsspec
+filesystem wrapping the same pyarrow filesystem (`Lake.register`)."""
+
+from __future__ import annotations
+
+__all__ = ["Lake", "lake_from_settings", "open_lake"]
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+from fsspec.implementations.arrow import ArrowFSWrapper
+
+from config import Settings
+
+S3_SCHEME = "s3://"
+
+
+class _S3Wrapper(ArrowFSWrapper):  # type: ignore[misc]
+    """ArrowFSWrapper answering to `s3://` paths, so DuckDB routes them to it."""
+
+    protocol = "s3"
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A lake root. `base` is the root as the pyarrow filesystem sees it (an absolute local path, or
+    `bucket/prefix`); `uri` is how SQL sees it (the same local path, or `s3://bucket/prefix`)."""
+
+    fs: pafs.FileSystem
+    base: str
+    uri: str
+    is_local: bool
+    _fsspec: Any = field(default=None, repr=False, compare=False)
+
+    def path(self, relative: str) -> str:
+        """The filesystem path of a lake-relative path (`changes/event_date=…/x.parquet`)."""
+        return f"{self.base}/{relative}" if relative else self.base
+
+    def uri_for(self, relative: str) -> str:
+        return f"{self.uri}/{relative}" if relative else self.uri
+
+    def relative(self, path: str) -> str:
+        """The lake-relative form of a filesystem path."""
+        prefix = f"{self.base}/"
+        if not path.startswith(prefix):
+            raise ValueError("path is outside the lake")
+        return path[len(prefix) :]
+
+    def register(self, con: Any) -> None:
+        """Let a DuckDB connection read this lake's `uri` (a no-op for a local lake)."""
+        if self.is_local:
+            return
+        con.register_filesystem(self._fsspec if self._fsspec is not None else _S3Wrapper(self.fs))
+
+
+def open_lake(
+    root: str,
+    *,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+) -> Lake:
+    """Open a lake root: a local directory (created if missing) or `s3://bucket/prefix`.
+
+    For S3, `endpoint_url` (e.g. moto on `http://127.0.0.1:PORT`) overrides AWS's endpoint; credentials
+    default to the standard AWS chain. The bucket must exist.
+    """
+    if root.startswith(S3_SCHEME):
+        bucket_and_prefix = root[len(S3_SCHEME) :].strip("/")
+        if not bucket_and_prefix:
+            raise ValueError("an s3 lake root names a bucket")
+        options: dict[str, Any] = {"region": region, "allow_delayed_open": True}
+        if endpoint_url:
+            parts = urlsplit(endpoint_url)
+            options["endpoint_override"] = parts.netloc or parts.path
+            options["scheme"] = parts.scheme or "https"
+        if access_key and secret_key:
+            options["access_key"] = access_key
+            options["secret_key"] = secret_key
+        s3 = pafs.S3FileSystem(**options)
+        return Lake(
+            fs=s3,
+            base=bucket_and_prefix,
+            uri=f"{S3_SCHEME}{bucket_and_prefix}",
+            is_local=False,
+            _fsspec=_S3Wrapper(s3),
+        )
+    base = os.path.abspath(root).rstrip("/") or "/"
+    os.makedirs(base, exist_ok=True)
+    return Lake(fs=pafs.LocalFileSystem(), base=base, uri=base, is_local=True)
+
+
+def lake_from_settings(settings: Settings) -> Lake:
+    aws = settings.aws
+    return open_lake(
+        settings.lake.root,
+        endpoint_url=aws.endpoint("s3"),
+        region=aws.region,
+        access_key=aws.access_key_id.get_secret_value() if aws.access_key_id else None,
+        secret_key=aws.secret_access_key.get_secret_value() if aws.secret_access_key else None,
+    )

@@ -1,0 +1,159 @@
+"""Landing: the record processor's handler that writes every typed event to the lake's change log, and
+the processors' outcome sink that writes outcome events to their own dataset, through one flush.
+
+The processor checkpoints a shard only after `flush()` returns, and `flush()` always writes everything
+buffered, so a checkpoint never runs ahead of the files. Between checkpoints the handler also writes
+when `flush_rows` rows are buffered or the oldest buffered row is `flush_seconds` old (checked as rows
+arrive), so memory stays bounded however long a run is.
+
+Files are named by what they hold (stream, shard, first and last sequence key), so a retried flush
+rewrites the same names. A restart can still move batch boundaries and land an event in two files:
+readers dedupe on (stream_arn, shard_id, sequence_number) (outcomes on outcome_id).
+"""
+
+from __future__ import annotations
+
+__all__ = ["LakeHandler", "LandingStats"]
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from analytics.lake._files import ensure_layout, write_parquet_atomic
+from analytics.lake._filesystem import Lake
+from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
+from analytics.lake._schema import AllowList, default_allow_list
+from config import LakeSettings
+from pipeline.events import StreamEvent
+from schema.errors import RecordContext, RetryableError
+from schema.outcomes import OutcomeEvent
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class LandingStats:
+    """Counts since the handler was made (no personal data: safe to log)."""
+
+    events: int = 0
+    outcomes: int = 0
+    duplicates_skipped: int = 0
+    files_written: int = 0
+    rows_written: int = 0
+    flushes: int = 0
+
+
+class LakeHandler:
+    """A `pipeline.handlers.Handler` and a `schema.outcomes.OutcomeSink` landing into `lake`.
+
+    `settings.flush_rows` and `settings.flush_seconds` bound what is buffered between the processor's
+    flushes; `allow_list` defaults to `schema/lake_allow_list.json`; `monotonic` is the clock for the
+    interval (injectable for tests). Thread-safe: outcomes may arrive from other threads.
+    """
+
+    def __init__(
+        self,
+        lake: Lake,
+        settings: LakeSettings | None = None,
+        *,
+        allow_list: AllowList | None = None,
+        name: str = "lake",
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._lake = lake
+        self._settings = settings or LakeSettings()
+        self._allow = allow_list or default_allow_list()
+        self._name = name
+        self._monotonic = monotonic
+        self._changes = ChangeBuffer(self._allow)
+        self._outcomes = OutcomeBuffer()
+        self._oldest: float | None = None
+        self._lock = threading.RLock()
+        self._layout_ready = False
+        self.stats = LandingStats()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def buffered(self) -> int:
+        return len(self._changes) + len(self._outcomes)
+
+    def add(self, event: StreamEvent) -> None:
+        with self._lock:
+            if self._changes.append(event):
+                self.stats.events += 1
+                self._after_append()
+            else:
+                self.stats.duplicates_skipped += 1
+
+    def add_outcome(self, outcome: OutcomeEvent) -> None:
+        with self._lock:
+            if self._outcomes.append(outcome):
+                self.stats.outcomes += 1
+                self._after_append()
+            else:
+                self.stats.duplicates_skipped += 1
+
+    def flush(self) -> None:
+        """Write everything buffered, whole files only; return when it is durable."""
+        with self._lock:
+            self._write_all()
+
+    def discard_pending(self) -> None:
+        """Forget the change events buffered since the last write: the consumer has parked their raw
+        records and will replay them. Buffered outcomes are kept (they did not come from those records)
+        and are written by the next flush."""
+        with self._lock:
+            self._changes.clear()
+            if not len(self._outcomes):
+                self._oldest = None
+
+    def _after_append(self) -> None:
+        now = self._monotonic()
+        if self._oldest is None:
+            self._oldest = now
+        if self.buffered >= self._settings.flush_rows or now - self._oldest >= self._settings.flush_seconds:
+            self._write_all()
+
+    def _write_all(self) -> None:
+        if not self.buffered:
+            return
+        pending = [*self._changes.files(), *self._outcomes.files()]
+        try:
+            if not self._layout_ready:
+                ensure_layout(self._lake, self._allow)
+                self._layout_ready = True
+            for item in pending:
+                self._write(item)
+        except (OSError, pa.ArrowException) as error:
+            # Buffers are kept: the retry rewrites the same deterministic names.
+            raise RetryableError(
+                f"lake write failed ({type(error).__name__})", context=self._context(pending)
+            ) from error
+        rows = sum(item.table.num_rows for item in pending)
+        self.stats.flushes += 1
+        self.stats.files_written += len(pending)
+        self.stats.rows_written += rows
+        logger.debug("lake flush: %d files, %d rows", len(pending), rows)
+        self._changes.clear()
+        self._outcomes.clear()
+        self._oldest = None
+
+    def _write(self, item: PendingFile) -> None:
+        write_parquet_atomic(self._lake, item.relative, item.table, item.table.schema)
+
+    @staticmethod
+    def _context(pending: list[PendingFile]) -> RecordContext:
+        for item in pending:
+            if "shard_id" in item.table.column_names and item.table.num_rows:
+                return RecordContext(
+                    shard_id=item.table["shard_id"][0].as_py(),
+                    sequence_number=item.table["sequence_number"][0].as_py(),
+                )
+        return RecordContext()

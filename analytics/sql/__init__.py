@@ -1,0 +1,3 @@
+"""The DuckDB views over the lake, one statement per numbered file (see all.sql for the CLI)."""
+
+__all__: list[str] = []

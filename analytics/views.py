@@ -1,0 +1,118 @@
+"""The lake's SQL views on a DuckDB connection.
+
+The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same files work
+from the DuckDB CLI on a local lake (`analytics/sql/all.sql`). They find the lake through the DuckDB
+variable `lake_root`, read with `union_by_name` (files written under older schemas lose no column) and
+hide every user in the `erased_users` table (the mask, empty by default).
+
+Views (columns in schema/lake.md):
+- raw_changes, raw_outcomes: every landed row, replays included (lake health only)
+- changes, outcomes: one row per stream event / outcome, exactly once
+- item_versions: every state of every item, with validity in stream time
+- current_items: the latest image of every live item (from the log, or the snapshot: `from_snapshot`)
+- entitlements, cleanup_records: the table now, by item kind
+- entitlement_history, cleanup_record_history: item_versions by item kind
+- users, array_accounts: one row per user / Array account
+- snapshot_items: the table as of the last snapshot run
+"""
+
+from __future__ import annotations
+
+__all__ = ["VIEW_NAMES", "connect", "create_views", "set_mask", "sql_files"]
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analytics.lake._duck import literal, read_files_sql
+from analytics.lake._files import anchor_path, ensure_layout, list_parquet
+from analytics.lake._filesystem import Lake
+from analytics.lake._fold import STATE_ORDER, classify, fold_sql
+from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
+from analytics.lake.snapshot import read_manifest
+
+SQL_DIR = Path(__file__).parent / "sql"
+MASK_TABLE = "erased_users"
+VIEW_NAMES: tuple[str, ...] = (
+    "raw_changes",
+    "raw_outcomes",
+    "changes",
+    "outcomes",
+    "item_versions",
+    "current_items",
+    "entitlements",
+    "cleanup_records",
+    "entitlement_history",
+    "cleanup_record_history",
+    "users",
+    "array_accounts",
+    "snapshot_items",
+)
+
+
+def sql_files() -> list[Path]:
+    """The view definitions in the order they must run."""
+    return sorted(p for p in SQL_DIR.glob("[0-9][0-9]_*.sql"))
+
+
+def set_mask(con: Any, user_ids: Iterable[str]) -> None:
+    """Replace the set of users every view hides."""
+    con.execute("DELETE FROM erased_users")
+    ids = sorted(set(user_ids))
+    if ids:
+        con.executemany("INSERT INTO erased_users VALUES (?)", [(user_id,) for user_id in ids])
+
+
+def _current_from_snapshot(lake: Lake, allow: AllowList) -> str | None:
+    manifest = read_manifest(lake)
+    if manifest is None:
+        return None
+    to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
+    states = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in manifest.state_files))
+    changes = read_files_sql(lake, anchor_path(CHANGES), (f.path for f in to_read))
+    columns = state_schema(allow).names
+    listed = ", ".join(columns)
+    live = ", ".join(c for c in columns if c != "deleted")
+    return (
+        f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM ("  # noqa: S608
+        f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME {fold_sql(changes, allow)}) AS s "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {MASK_TABLE} AS e WHERE e.user_id = s.user_id) "
+        f"QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
+        ") WHERE NOT deleted"
+    )
+
+
+def create_views(
+    con: Any,
+    lake: Lake,
+    *,
+    mask: Iterable[str] = (),
+    from_snapshot: bool = False,
+    allow_list: AllowList | None = None,
+) -> None:
+    """Create every view on `con` for `lake`, hiding the users in `mask`.
+
+    With `from_snapshot`, `current_items` (and the views on it) reads the latest snapshot plus the change
+    files it has not folded, as listed now: call again to pick up files landed since.
+    """
+    allow = allow_list or default_allow_list()
+    ensure_layout(lake, allow)
+    lake.register(con)
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"SET VARIABLE lake_root = {literal(lake.uri)}")
+    for path in sql_files():
+        con.execute(path.read_text(encoding="utf-8"))
+    set_mask(con, mask)
+    if from_snapshot and (statement := _current_from_snapshot(lake, allow)):
+        con.execute(statement)
+
+
+def connect(
+    lake: Lake, *, mask: Iterable[str] = (), from_snapshot: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB connection with every view created."""
+    con = duckdb.connect()
+    create_views(con, lake, mask=mask, from_snapshot=from_snapshot)
+    return con
