@@ -179,5 +179,5 @@ def compact(
                 min_files=min_files,
                 result=result,
             )
-    logger.info("compaction: %d files merged", sum(result.files_merged.values()))
+    logger.info("compaction done", extra={"files_merged": sum(result.files_merged.values())})
     return result

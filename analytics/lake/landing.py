@@ -140,7 +140,7 @@ class LakeHandler:
         self.stats.flushes += 1
         self.stats.files_written += len(pending)
         self.stats.rows_written += rows
-        logger.debug("lake flush: %d files, %d rows", len(pending), rows)
+        logger.debug("lake flush", extra={"files": len(pending), "rows": rows})
         self._changes.clear()
         self._outcomes.clear()
         self._oldest = None

@@ -78,5 +78,5 @@ def purge_users(lake: Lake, user_ids: Iterable[str]) -> PurgeCounts:
             write_parquet_atomic(lake, entry.path, kept, whole.schema)
             rows[dataset] += hits
             files[dataset] += 1
-    logger.info("purge: %d rows in %d files", sum(rows.values()), sum(files.values()))
+    logger.info("purge done", extra={"rows": sum(rows.values()), "files": sum(files.values())})
     return PurgeCounts(rows, files)

@@ -242,7 +242,13 @@ def snapshot(
     write_bytes_atomic(lake, _manifest_name(version), manifest.to_json())
     _collect_garbage(lake, manifest)
     logger.info(
-        "snapshot %d: %d files read, %d covered, %d rows read", version, len(to_read), len(covered), rows_read
+        "snapshot written",
+        extra={
+            "version": version,
+            "files_read": len(to_read),
+            "files_covered": len(covered),
+            "rows": rows_read,
+        },
     )
     return SnapshotResult(
         version=version,

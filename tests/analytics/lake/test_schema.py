@@ -1,0 +1,62 @@
+"""analytics/lake/_schema.py and schema/lake_allow_list.json: explicit schemas from the allow-list."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from analytics.lake import (
+    OUTCOMES_SCHEMA,
+    AllowListError,
+    changes_schema,
+    default_allow_list,
+    load_allow_list,
+    state_schema,
+)
+
+
+def test_the_shipped_allow_list_never_names_the_processor_token() -> None:
+    allow = default_allow_list()
+    assert "processorToken" not in allow.attribute_names
+    assert "processorToken" in allow.never
+
+
+def test_an_allow_list_naming_the_processor_token_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "allow.json"
+    path.write_text(
+        json.dumps(
+            {"attributes": [{"attribute": "processorToken", "column": "processor_token", "type": "string"}]}
+        )
+    )
+    with pytest.raises(AllowListError):
+        load_allow_list(path)
+
+
+def test_a_column_clashing_with_the_metadata_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "allow.json"
+    path.write_text(
+        json.dumps({"attributes": [{"attribute": "x", "column": "sequence_key", "type": "string"}]})
+    )
+    with pytest.raises(AllowListError):
+        load_allow_list(path)
+
+
+def test_every_allowed_attribute_has_old_and_new_columns_of_its_declared_type() -> None:
+    allow = default_allow_list()
+    schema = changes_schema(allow)
+    for spec in allow.attributes:
+        for field in spec.fields():
+            assert schema.field(f"old_{field.name}").type == field.type
+            assert schema.field(f"new_{field.name}").type == field.type
+    assert schema.field("new_ttl").type == pa.int64()
+    assert schema.field("new_ttl_raw").type == pa.string()
+    assert schema.field("created_at").type == pa.timestamp("us", tz="UTC")
+
+
+def test_every_dataset_carries_the_user_id() -> None:
+    allow = default_allow_list()
+    for schema in (changes_schema(allow), state_schema(allow), OUTCOMES_SCHEMA):
+        assert "user_id" in schema.names
