@@ -1,0 +1,699 @@
+"""Stream records to typed events (`pipeline.decode`), in the KCL adapter shape and the raw shape.
+
+The fixtures are written from the record shapes AWS documents (tests/pipeline/fixtures/*.json, each
+says which); the entitlements records follow docs/table.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+import pipeline.decode as decode_module
+from pipeline.decode import decode_record, decode_stream_record
+from pipeline.errors import DecodeError
+from pipeline.events import (
+    SCHEMA_VERSION,
+    ChangeKind,
+    CleanupCancelled,
+    CleanupExpired,
+    CleanupScheduled,
+    CleanupUpdated,
+    EntitlementCreated,
+    EntitlementRemoved,
+    EntitlementStatusChanged,
+    EntitlementUpdated,
+    EventType,
+    StreamEvent,
+    UnknownItemChanged,
+)
+from schema.errors import TerminalError
+from schema.table import CleanupKind, CleanupRecord, EntitlementRow, ItemKind, UnknownItem
+
+FIXTURES = Path(__file__).parent / "fixtures"
+STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-11-30T10:00:00.000"
+LAMBDA_EXAMPLE_ARN = (
+    "arn:aws:dynamodb:eu-west-1:123456789012:table/ExampleTableWithStream/stream/2015-06-27T00:48:05.899"
+)
+SHARD = "shardId-00000001732960800000-5f0e8c1a"
+USER = "3f1c2b9e-8d7a-4c1e-9b2f-5a6d7e8f9012"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return loaded
+
+
+ADAPTER = fixture("entitlements_adapter_records.json")
+RAW = fixture("entitlements_raw_records.json")
+
+
+def adapter_record(name: str) -> dict[str, Any]:
+    """A fresh copy of a named adapter-shape record, to change in a test."""
+    return copy.deepcopy(ADAPTER[name])
+
+
+def decode(record: dict[str, Any], **kwargs: Any) -> StreamEvent:
+    # json, not orjson: it writes integers of any size, as a malformed record may hold.
+    return decode_record(json.dumps(record).encode(), stream_arn=STREAM_ARN, shard_id=SHARD, **kwargs)
+
+
+# -- the documented examples ----------------------------------------------------------------------------
+
+
+def test_documented_lambda_event_decodes_in_the_raw_shape() -> None:
+    records = fixture("aws_lambda_event.json")["Records"]
+    events = [decode_stream_record(r, stream_arn=LAMBDA_EXAMPLE_ARN, shard_id=SHARD) for r in records]
+
+    assert [e.change for e in events] == [ChangeKind.INSERT, ChangeKind.MODIFY, ChangeKind.REMOVE]
+    assert all(isinstance(e, UnknownItemChanged) for e in events)  # not an entitlements table item
+    assert all(e.keys == {"Id": 101} for e in events)
+    assert all(e.created_at == datetime(2015, 4, 9, tzinfo=UTC) for e in events)
+    assert [e.position.sequence_number for e in events] == [
+        "4421584500000000017450439091",
+        "4421584500000000017450439092",
+        "4421584500000000017450439093",
+    ]
+    insert, modify, remove = events
+    assert isinstance(insert.new_item, UnknownItem)
+    assert insert.new_item.model_extra == {"Id": 101, "Message": "New item!"}
+    assert insert.old_item is None
+    assert modify.old_item is not None
+    assert modify.old_item.model_extra == {"Id": 101, "Message": "New item!"}
+    assert modify.new_item is not None
+    assert modify.new_item.model_extra == {"Id": 101, "Message": "This item has changed"}
+    assert remove.new_item is None
+    assert remove.old_item is not None
+
+
+def test_documented_getrecords_records_decode_with_float_seconds_and_no_images() -> None:
+    records = fixture("aws_getrecords_response.json")["Records"]
+    events = [decode_stream_record(r, stream_arn=STREAM_ARN, shard_id=SHARD) for r in records]
+
+    assert [e.event_id for e in events] == [r["eventID"] for r in records]
+    assert events[0].created_at == datetime(2016, 6, 1, 18, 41, tzinfo=UTC)  # 1.46480646E9
+    assert events[0].keys == {"ForumName": "DynamoDB", "Subject": "DynamoDB Thread 3"}
+    assert all(e.old_item is None and e.new_item is None for e in events)  # KEYS_ONLY
+    assert all(e.item_kind is ItemKind.UNKNOWN and e.user_id is None for e in events)
+
+
+def test_documented_ttl_removal_is_a_cleanup_expiry() -> None:
+    (record,) = fixture("aws_ttl_removal.json")["Records"]
+    event = decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert isinstance(event, CleanupExpired)
+    assert event.ttl_deletion is True
+    assert event.event_type is EventType.CLEANUP_EXPIRED
+    assert isinstance(event.old_item, CleanupRecord)
+    assert event.old_item.cleanup_kind is CleanupKind.STALE
+    assert event.old_item.ttl_epoch_seconds == 1767139200
+    assert event.position.sequence_number == "7000000000000000000000000000000000000123"  # 40 digits
+
+
+# -- classification (adapter shape) ---------------------------------------------------------------------
+
+
+def test_a_signup_insert_is_entitlement_created() -> None:
+    event = decode(ADAPTER["signup"])
+
+    assert isinstance(event, EntitlementCreated)
+    assert event.change is ChangeKind.INSERT
+    assert event.item_kind is ItemKind.ENTITLEMENT
+    assert event.new_item.status == "Active"
+    assert event.new_item.arrayAccountId == "acc-7d9e2f4a1b3c"
+    assert event.old_item is None
+
+
+def test_a_modify_that_changes_the_status_is_status_changed_from_and_to() -> None:
+    event = decode(ADAPTER["cancellation"])
+
+    assert isinstance(event, EntitlementStatusChanged)
+    assert (event.from_status, event.to_status) == ("Active", "Cancelled")
+    assert event.old_item.status == "Active"
+    assert event.new_item.status == "Cancelled"
+
+
+def test_a_modify_that_keeps_the_status_is_entitlement_updated() -> None:
+    event = decode(ADAPTER["relink"])
+
+    assert isinstance(event, EntitlementUpdated)
+    assert event.old_item.processorToken == "processor-sandbox-1111"
+    assert event.new_item.processorToken == "processor-sandbox-2222"
+
+
+def test_removing_an_entitlement_row_is_entitlement_removed() -> None:
+    event = decode(ADAPTER["erasure_of_row"])
+
+    assert isinstance(event, EntitlementRemoved)
+    assert isinstance(event.old_item, EntitlementRow)
+    assert event.ttl_deletion is False
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("cancellation_scheduled", CleanupKind.CANCELLATION), ("stale_scheduled", CleanupKind.STALE)],
+)
+def test_inserting_a_cleanup_record_is_cleanup_scheduled(name: str, kind: CleanupKind) -> None:
+    event = decode(ADAPTER[name])
+
+    assert isinstance(event, CleanupScheduled)
+    assert event.new_item.cleanup_kind is kind
+    assert event.item_kind.value == kind.value
+
+
+def test_modifying_a_cleanup_record_is_cleanup_updated() -> None:
+    event = decode(ADAPTER["cancellation_rescheduled"])
+
+    assert isinstance(event, CleanupUpdated)
+    assert (event.old_item.ttl, event.new_item.ttl) == (1778054400, 1778140800)
+
+
+def test_a_delete_by_the_service_is_cleanup_cancelled_not_expired() -> None:
+    event = decode(ADAPTER["reactivation_deletes_cancellation"])
+
+    assert isinstance(event, CleanupCancelled)
+    assert event.ttl_deletion is False
+    assert isinstance(event.old_item, CleanupRecord)
+
+
+def test_a_delete_by_the_ttl_identity_is_cleanup_expired() -> None:
+    event = decode(ADAPTER["stale_expired_by_ttl"])
+
+    assert isinstance(event, CleanupExpired)
+    assert event.ttl_deletion is True
+    assert event.old_item is not None
+    assert event.old_item.arrayAccountId == "acc-0a1b2c3d4e5f"
+
+
+def test_a_delete_by_another_service_identity_is_not_an_expiry() -> None:
+    record = adapter_record("stale_expired_by_ttl")
+    record["userIdentity"] = {"principalId": "replication.dynamodb.amazonaws.com", "type": "Service"}
+
+    event = decode(record)
+
+    assert isinstance(event, CleanupCancelled)
+    assert event.ttl_deletion is False
+
+
+def test_an_entitlement_row_deleted_by_ttl_is_flagged_as_a_ttl_deletion() -> None:
+    record = adapter_record("erasure_of_row")
+    record["userIdentity"] = {"principalId": "dynamodb.amazonaws.com", "type": "Service"}
+
+    event = decode(record)
+
+    assert isinstance(event, EntitlementRemoved)
+    assert event.ttl_deletion is True
+
+
+def test_the_ttl_identity_on_a_modify_is_not_a_ttl_deletion() -> None:
+    record = adapter_record("relink")
+    record["userIdentity"] = {"principalId": "dynamodb.amazonaws.com", "type": "Service"}
+
+    assert decode(record).ttl_deletion is False
+
+
+def test_an_unknown_sort_key_is_unknown_item_changed() -> None:
+    event = decode(ADAPTER["unknown_item"])
+
+    assert isinstance(event, UnknownItemChanged)
+    assert event.event_type is EventType.UNKNOWN_ITEM
+    assert event.item_kind is ItemKind.UNKNOWN
+    assert isinstance(event.new_item, UnknownItem)
+    assert event.new_item.model_extra == {"displayName": "A. User", "flags": frozenset({"beta", "early"})}
+    assert event.user_id == USER
+
+
+# -- what every event carries ---------------------------------------------------------------------------
+
+
+def test_every_event_carries_the_envelope() -> None:
+    event = decode(ADAPTER["cancellation"])
+
+    assert event.schema_version == SCHEMA_VERSION
+    assert event.event_id == "2c9a5d2f7a1b4e8dae3c4b5a6e7d8c9b"
+    assert event.position.stream_arn == STREAM_ARN
+    assert event.position.shard_id == SHARD
+    assert event.keys == {"pk": f"USER#{USER}", "sk": "ENTITLEMENT#acc-7d9e2f4a1b3c"}
+    assert event.user_id == USER
+
+
+def test_the_sequence_number_is_kept_as_the_exact_string() -> None:
+    record = adapter_record("relink")
+    record["dynamodb"]["SequenceNumber"] = "0000000000000000000000000000000000000042"
+
+    event = decode(record)
+
+    assert event.position.sequence_number == "0000000000000000000000000000000000000042"
+    assert event.position.sequence_key == "42".rjust(48, "0")
+
+
+def test_the_creation_time_is_aware_utc_from_epoch_milliseconds() -> None:
+    event = decode(ADAPTER["signup"])  # 1772611200123 ms
+
+    assert event.created_at == datetime(2026, 3, 4, 8, 0, 0, 123000, tzinfo=UTC)
+    assert event.created_at.utcoffset() == timedelta(0)
+
+
+@given(st.integers(0, 2**45))
+def test_creation_times_in_milliseconds_are_exact(millis: int) -> None:
+    record = adapter_record("signup")
+    record["dynamodb"]["ApproximateCreationDateTime"] = millis
+
+    expected = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
+    assert decode(record).created_at == expected
+
+
+def test_the_user_id_falls_back_to_the_partition_key() -> None:
+    record = adapter_record("reactivation_deletes_cancellation")
+    del record["dynamodb"]["OldImage"]  # a KEYS_ONLY view
+
+    event = decode(record)
+
+    assert isinstance(event, CleanupCancelled)
+    assert event.old_item is None
+    assert event.user_id == USER
+
+
+def test_the_user_id_is_none_without_a_user_key() -> None:
+    record = adapter_record("unknown_item")
+    record["dynamodb"]["Keys"]["pk"] = {"S": "TENANT#1"}
+    del record["dynamodb"]["NewImage"]
+
+    assert decode(record).user_id is None
+
+
+def test_the_kcl_sequence_number_fills_a_missing_one() -> None:
+    record = adapter_record("relink")
+    del record["dynamodb"]["SequenceNumber"]
+
+    event = decode(record, sequence_number="49600000000000000000000000000000000003")
+
+    assert event.position.sequence_number == "49600000000000000000000000000000000003"
+
+
+def test_the_kcl_sequence_number_must_match_the_records_own() -> None:
+    with pytest.raises(DecodeError, match="differs"):
+        decode(ADAPTER["relink"], sequence_number="49600000000000000000000000000000000099")
+
+
+# -- a new attribute or status never raises -------------------------------------------------------------
+
+
+def test_a_new_attribute_is_carried_not_refused() -> None:
+    record = adapter_record("relink")
+    record["dynamodb"]["NewImage"]["referral"] = {"M": {"code": {"S": "XY"}, "blob": {"B": "AAE="}}}
+
+    event = decode(record)
+
+    assert isinstance(event, EntitlementUpdated)
+    assert event.new_item.extra_attributes == {"referral": {"code": "XY", "blob": b"\x00\x01"}}
+
+
+def test_an_unknown_status_is_carried_not_refused() -> None:
+    record = adapter_record("cancellation")
+    record["dynamodb"]["NewImage"]["status"] = {"S": "Paused"}
+
+    event = decode(record)
+
+    assert isinstance(event, EntitlementStatusChanged)
+    assert event.to_status == "Paused"
+    assert event.new_item.known_status is None
+
+
+def test_an_entitlement_image_missing_a_required_attribute_is_unknown_item_changed() -> None:
+    record = adapter_record("relink")
+    del record["dynamodb"]["NewImage"]["arrayAccountId"]
+
+    event = decode(record)
+
+    assert isinstance(event, UnknownItemChanged)
+    assert event.item_kind is ItemKind.ENTITLEMENT  # the keys say what it should have been
+    assert isinstance(event.new_item, UnknownItem)
+    assert isinstance(event.old_item, EntitlementRow)
+
+
+def test_an_entitlement_status_that_is_not_a_string_is_unknown_item_changed() -> None:
+    record = adapter_record("cancellation")
+    record["dynamodb"]["NewImage"]["status"] = {"N": "2"}
+
+    event = decode(record)
+
+    assert isinstance(event, UnknownItemChanged)
+    assert isinstance(event.new_item, UnknownItem)
+    assert event.new_item.model_extra is not None
+    assert event.new_item.model_extra["status"] == 2
+
+
+def test_a_modify_without_its_old_image_is_unknown_item_changed() -> None:
+    record = adapter_record("relink")
+    del record["dynamodb"]["OldImage"]  # a NEW_IMAGE view
+
+    event = decode(record)
+
+    assert isinstance(event, UnknownItemChanged)
+    assert isinstance(event.new_item, EntitlementRow)
+
+
+def test_a_cleanup_ttl_written_as_a_string_is_kept_as_written() -> None:
+    record = adapter_record("stale_scheduled")
+    record["dynamodb"]["NewImage"]["ttl"] = {"S": "1772697600"}
+
+    event = decode(record)
+
+    assert isinstance(event, CleanupScheduled)
+    assert event.new_item.ttl == "1772697600"
+    assert event.new_item.ttl_epoch_seconds is None
+
+
+def test_an_attribute_named_like_the_models_kind_field_is_handled_as_parse_item_does() -> None:
+    record = adapter_record("relink")
+    record["dynamodb"]["NewImage"]["kind"] = {"S": "premium"}
+
+    event = decode(record)
+
+    assert isinstance(event, EntitlementUpdated)
+    assert event.new_item.kind is ItemKind.ENTITLEMENT
+
+
+# -- the raw GetRecords / Lambda shape ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in RAW if not n.startswith("_")])
+def test_raw_records_decode_to_the_same_events_as_adapter_records(name: str) -> None:
+    raw_event = decode_stream_record(RAW[name], stream_arn=STREAM_ARN, shard_id=SHARD)
+    adapter_event = decode(ADAPTER[name])
+
+    assert raw_event == adapter_event
+
+
+def test_a_raw_ttl_removal_with_capitalised_identity_keys_is_an_expiry() -> None:
+    event = decode_stream_record(RAW["stale_expired_by_ttl"], stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert isinstance(event, CleanupExpired)
+
+
+def test_a_creation_time_from_boto3_is_converted_to_utc() -> None:
+    record = copy.deepcopy(RAW["signup"])
+    record["dynamodb"]["ApproximateCreationDateTime"] = datetime(
+        2026, 3, 4, 10, 0, tzinfo=timezone(timedelta(hours=2))
+    )
+
+    event = decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert event.created_at == datetime(2026, 3, 4, 8, 0, tzinfo=UTC)
+    assert event.created_at.tzinfo is UTC
+
+
+def test_a_naive_creation_time_is_refused() -> None:
+    record = copy.deepcopy(RAW["signup"])
+    record["dynamodb"]["ApproximateCreationDateTime"] = datetime(2026, 3, 4, 8, 0)
+
+    with pytest.raises(DecodeError, match="no time zone"):
+        decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+
+@pytest.mark.parametrize("seconds", [1772611200, 1772611200.123, Decimal("1772611200.123")])
+def test_raw_creation_times_are_epoch_seconds(seconds: float | Decimal) -> None:
+    record = copy.deepcopy(RAW["signup"])
+    record["dynamodb"]["ApproximateCreationDateTime"] = seconds
+
+    event = decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert event.created_at.replace(microsecond=0) == datetime(2026, 3, 4, 8, 0, tzinfo=UTC)
+    assert event.created_at.microsecond in (0, 123000)
+
+
+def test_binary_keys_as_boto3_gives_them_are_accepted() -> None:
+    record = {
+        "eventID": "1",
+        "eventName": "INSERT",
+        "dynamodb": {
+            "ApproximateCreationDateTime": datetime(2026, 3, 4, tzinfo=UTC),
+            "Keys": {"pk": {"B": b"\x00\xff"}},
+            "NewImage": {"pk": {"B": b"\x00\xff"}, "tags": {"BS": [b"\x01", b"\x02"]}},
+            "SequenceNumber": "1",
+        },
+    }
+
+    event = decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert event.keys == {"pk": b"\x00\xff"}
+    assert event.new_item is not None
+    assert event.new_item.model_extra == {"tags": frozenset({b"\x01", b"\x02"})}
+
+
+def test_a_record_from_another_stream_is_refused() -> None:
+    record = fixture("aws_lambda_event.json")["Records"][0]
+
+    with pytest.raises(DecodeError, match="eventSourceARN"):
+        decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+
+def test_decoding_a_raw_record_leaves_it_unchanged() -> None:
+    record = copy.deepcopy(RAW["cancellation"])
+
+    decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert record == RAW["cancellation"]
+
+
+# -- refusals -------------------------------------------------------------------------------------------
+
+SECRET = "SECRET-7f3e"  # planted in every malformed record: no error message may show it
+SECRET_DIGITS = "98765432109876543210987654321098765432109"  # 41 digits
+
+
+def _malformed(change: Any) -> bytes:
+    record = adapter_record("relink")
+    record["dynamodb"]["NewImage"]["note"] = {"S": SECRET}
+    record["dynamodb"]["Keys"]["pk"] = {"S": f"USER#{SECRET}"}
+    change(record)
+    return orjson.dumps(record)
+
+
+MALFORMED: dict[str, tuple[bytes, str]] = {
+    "not json": (f'{{"eventID": "{SECRET}", '.encode(), "not valid JSON"),
+    "not an object": (orjson.dumps([SECRET]), "not a JSON object"),
+    "no eventID": (_malformed(lambda r: r.pop("eventID")), "eventID"),
+    "eventID not text": (_malformed(lambda r: r.__setitem__("eventID", [SECRET])), "eventID"),
+    "unknown eventName": (_malformed(lambda r: r.__setitem__("eventName", SECRET)), "eventName"),
+    "no dynamodb": (_malformed(lambda r: r.pop("dynamodb")), "dynamodb"),
+    "no sequence": (_malformed(lambda r: r["dynamodb"].pop("SequenceNumber")), "SequenceNumber is missing"),
+    "bad sequence": (
+        _malformed(lambda r: r["dynamodb"].__setitem__("SequenceNumber", SECRET)),
+        "SequenceNumber is not",
+    ),
+    "sequence too wide": (
+        _malformed(lambda r: r["dynamodb"].__setitem__("SequenceNumber", "1" * 49)),
+        "SequenceNumber is not",
+    ),
+    "no creation time": (
+        _malformed(lambda r: r["dynamodb"].pop("ApproximateCreationDateTime")),
+        "ApproximateCreationDateTime",
+    ),
+    "creation time as text": (
+        _malformed(lambda r: r["dynamodb"].__setitem__("ApproximateCreationDateTime", SECRET)),
+        "ApproximateCreationDateTime",
+    ),
+    "creation time out of range": (
+        _malformed(lambda r: r["dynamodb"].__setitem__("ApproximateCreationDateTime", 10**18)),
+        "out of range",
+    ),
+    "no keys": (_malformed(lambda r: r["dynamodb"].pop("Keys")), "Keys is missing"),
+    "keys not an object": (_malformed(lambda r: r["dynamodb"].__setitem__("Keys", [SECRET])), "Keys:"),
+    "two type keys": (
+        _malformed(lambda r: r["dynamodb"]["NewImage"].__setitem__("status", {"S": SECRET, "N": "1"})),
+        "NewImage: attribute value does not have exactly one type key",
+    ),
+    "39 digits": (
+        _malformed(lambda r: r["dynamodb"]["OldImage"].__setitem__("score", {"N": SECRET_DIGITS})),
+        "OldImage: N has more than 38 significant digits",
+    ),
+    "bad base64": (
+        _malformed(lambda r: r["dynamodb"]["Keys"].__setitem__("sk", {"B": SECRET})),
+        "Keys: B is not valid base64",
+    ),
+    "identity not an object": (_malformed(lambda r: r.__setitem__("userIdentity", SECRET)), "userIdentity"),
+    "identity without type or principal": (
+        _malformed(lambda r: r.__setitem__("userIdentity", {SECRET: SECRET})),
+        "userIdentity",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_a_malformed_record_raises_decode_error_that_names_the_reason_only(name: str) -> None:
+    data, reason = MALFORMED[name]
+
+    with pytest.raises(DecodeError) as caught:
+        decode_record(data, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    error = caught.value
+    assert reason in error.reason
+    assert SECRET not in str(error)
+    assert SECRET_DIGITS[:10] not in str(error)
+    assert "USER#" not in str(error)
+    assert error.__cause__ is None  # no chained exception carrying the input either
+    assert error.__suppress_context__
+    assert error.context.shard_id == SHARD
+
+
+def test_a_decode_error_is_terminal() -> None:
+    assert issubclass(DecodeError, TerminalError)
+
+
+def test_a_decode_error_carries_the_records_position() -> None:
+    record = adapter_record("relink")
+    record["dynamodb"]["NewImage"]["status"] = {"S": "Active", "N": "1"}
+
+    with pytest.raises(DecodeError) as caught:
+        decode(record)
+
+    context = caught.value.context
+    assert context.sequence_number == "49600000000000000000000000000000000003"
+    assert context.event_id == "3dab6e3a8b2c4f9ebf4d5c6b7f8e9dac"
+    assert "seq=49600000000000000000000000000000000003" in str(caught.value)
+
+
+def test_a_malformed_raw_record_raises_decode_error() -> None:
+    with pytest.raises(DecodeError, match="dynamodb section"):
+        decode_stream_record({"eventID": "1", "eventName": "INSERT"}, stream_arn=STREAM_ARN, shard_id=SHARD)
+    with pytest.raises(DecodeError, match="not an object"):
+        decode_stream_record([], stream_arn=STREAM_ARN, shard_id=SHARD)  # type: ignore[arg-type]
+
+
+# -- properties -----------------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(json_values)
+def test_any_json_either_decodes_or_raises_decode_error(value: Any) -> None:
+    with contextlib.suppress(DecodeError):
+        decode_record(json.dumps(value).encode(), stream_arn=STREAM_ARN, shard_id=SHARD)
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(node, dict):
+        for key, child in node.items():
+            found += _paths(child, (*path, key))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            found += _paths(child, (*path, index))
+    return found
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([n for n in ADAPTER if not n.startswith("_")]), st.data())
+def test_a_record_with_any_part_replaced_either_decodes_or_raises_decode_error(name: str, data: Any) -> None:
+    record = adapter_record(name)
+    path = data.draw(st.sampled_from(_paths(record)[1:]))
+    replacement = data.draw(json_values)
+    parent = record
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = replacement
+
+    try:
+        event = decode(record)
+    except DecodeError:
+        return
+    assert isinstance(event, StreamEvent)
+
+
+attribute_values = st.one_of(
+    st.builds(lambda s: {"S": s}, st.sampled_from(["Active", "Cancelled", "x", ""])),
+    st.builds(lambda n: {"N": str(n)}, st.integers(-5, 2_000_000_000)),
+    st.just({"BOOL": True}),
+    st.just({"NULL": True}),
+    st.just({"SS": ["a"]}),
+)
+item_attributes = ["pk", "sk", "userId", "arrayAccountId", "status", "ttl", "createdAt", "kind", "other"]
+
+
+def usually(draw: st.DrawFn, probability_percent: int = 85) -> bool:
+    return draw(st.integers(0, 99)) < probability_percent
+
+
+@st.composite
+def images(draw: st.DrawFn, sort_key: str) -> dict[str, Any]:
+    image = {"pk": {"S": f"USER#{USER}"}, "sk": {"S": sort_key}}
+    if usually(draw):  # a well-formed item of its kind, most of the time
+        image.update(
+            userId={"S": USER},
+            arrayAccountId={"S": "acc-1"},
+            status={"S": draw(st.sampled_from(["Active", "Cancelled"]))},
+            ttl={"N": "1772697600"},
+        )
+    if not usually(draw, 70):  # then, now and again, a few attributes of any type
+        for name in draw(st.lists(st.sampled_from(item_attributes), min_size=1, max_size=3)):
+            image[name] = draw(attribute_values)
+    return image
+
+
+@st.composite
+def records(draw: st.DrawFn) -> dict[str, Any]:
+    """Stream records of every kind and change, mostly well formed, sometimes with images missing,
+    extra, of the wrong type or of the wrong kind."""
+    sort_key = draw(
+        st.sampled_from(["ENTITLEMENT#acc-1", "CLEANUP#CANCELLATION", "CLEANUP#STALE#acc-1", "X"])
+    )
+    event_name = draw(st.sampled_from(["INSERT", "MODIFY", "REMOVE"]))
+    ddb: dict[str, Any] = {
+        "ApproximateCreationDateTime": 1772611200123,
+        "Keys": {"pk": {"S": f"USER#{USER}"}, "sk": {"S": sort_key}},
+        "SequenceNumber": "1",
+    }
+    expects = {"NewImage": event_name != "REMOVE", "OldImage": event_name != "INSERT"}
+    for section, expected in expects.items():
+        if usually(draw) == expected:
+            image_sort_key = sort_key if usually(draw, 95) else "CLEANUP#STALE#acc-2"
+            ddb[section] = draw(images(image_sort_key))
+    record = {"eventID": "e-1", "eventName": event_name, "dynamodb": ddb}
+    if draw(st.booleans()):
+        record["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+    return record
+
+
+def _refusing_plain_dict_items(validate: Any) -> Any:
+    """A validator that refuses any payload whose items are still plain dicts: what the fast path
+    sends. The decoder then takes its exact path (`parse_item` first) for every record."""
+
+    def refusing(payload: dict[str, Any]) -> Any:
+        if isinstance(payload.get("new_item"), dict) or isinstance(payload.get("old_item"), dict):
+            raise ValidationError.from_exception_data("forced onto the exact path", [])
+        return validate(payload)
+
+    return refusing
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(records())
+def test_the_fast_path_gives_the_same_event_as_the_exact_path(record: dict[str, Any]) -> None:
+    fast = decode(record)
+    with pytest.MonkeyPatch.context() as patched:
+        validators = {cls: _refusing_plain_dict_items(v) for cls, v in decode_module._VALIDATE.items()}
+        patched.setattr(decode_module, "_VALIDATE", validators)
+        exact = decode(record)
+
+    assert type(fast) is type(exact)
+    assert fast == exact
