@@ -175,8 +175,6 @@ def _decode(
         sequence = read_at
         if sequence is None:
             raise DecodeError("SequenceNumber is missing")
-    elif read_at is not None and sequence != read_at:
-        raise DecodeError("SequenceNumber differs from the sequence number the record was read at")
     if not (
         type(sequence) is str
         and 0 < len(sequence) <= SEQUENCE_WIDTH
@@ -184,6 +182,8 @@ def _decode(
         and sequence.isascii()
     ):  # `_is_sequence`, inlined
         raise DecodeError("SequenceNumber is not a string of at most 48 decimal digits")
+    if read_at is not None and sequence != read_at:
+        raise DecodeError("SequenceNumber differs from the sequence number the record was read at")
 
     created = ddb.get("ApproximateCreationDateTime")
     if adapter and type(created) is int and 0 <= created < _FAST_MILLIS_LIMIT:

@@ -379,6 +379,21 @@ def test_any_item_round_trips_as_an_image(item: dict[str, Any]) -> None:
     assert same(decode_image(image), item)
 
 
+@given(
+    st.integers(10**37, 10**38 - 1).filter(lambda c: c % 10),
+    st.integers(-130 - 37, 125 - 37),
+    st.booleans(),
+)
+def test_numbers_of_exactly_38_significant_digits_round_trip(
+    coefficient: int, exponent: int, negative: bool
+) -> None:
+    number = Decimal((int(negative), tuple(int(d) for d in str(coefficient)), exponent))
+    value: int | Decimal = int(number) if exponent >= 0 else number
+    av = through_stream_json(encode_value(value))
+    assert same(decode_value(av), value)
+    assert same(decode_value({"N": f"{number:E}"}), value)
+
+
 @given(dynamodb_numbers())
 def test_numbers_are_written_in_dynamodbs_canonical_text(number: int | Decimal) -> None:
     text = format_number(number)
