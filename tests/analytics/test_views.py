@@ -1,0 +1,173 @@
+"""analytics/views.py and analytics/sql/*.sql: the views over the lake."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
+from analytics.lake._files import list_parquet, write_parquet_atomic
+from analytics.lake._schema import image_columns
+from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files
+from config import LakeSettings
+from tests.analytics.lakesim import TableSim, replay, state_rows
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _land(lake: Lake, sim: TableSim, flush_rows: int = 30) -> None:
+    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
+    for event in sim.events:
+        handler.add(event)
+    for outcome in sim.outcomes:
+        handler.add_outcome(outcome)
+    handler.flush()
+
+
+def test_every_view_answers_on_an_empty_lake(lake: Lake) -> None:
+    con = connect(lake)
+    for view in VIEW_NAMES:
+        assert con.execute(f"SELECT count(*) FROM {view}").fetchall() == [(0,)], view
+
+
+def test_the_cli_loader_reads_every_numbered_file_in_order() -> None:
+    loader = (SQL_DIR / "all.sql").read_text()
+    listed = re.findall(r"^\.read analytics/sql/(\S+)$", loader, flags=re.MULTILINE)
+    assert listed == [p.name for p in sql_files()]
+
+
+def test_the_views_carry_every_allow_listed_image_column(lake: Lake) -> None:
+    con = connect(lake)
+    columns = {row[0] for row in con.execute("DESCRIBE item_versions").fetchall()}
+    assert {f.name for f in image_columns(default_allow_list())} <= columns
+
+
+@pytest.mark.skipif(
+    shutil.which("duckdb") is None, reason="the DuckDB CLI (PyPI duckdb-cli) is not installed"
+)
+def test_the_duckdb_cli_reads_the_views_on_a_local_lake(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    result = subprocess.run(
+        [
+            "duckdb",
+            "-csv",
+            "-c",
+            f"SET VARIABLE lake_root = '{lake.uri}'",
+            "-c",
+            ".read analytics/sql/all.sql",
+            "-c",
+            "SELECT count(*) FROM changes",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.strip().splitlines()[-1] == str(len(history.events))
+
+
+def test_changes_hold_each_event_once_even_when_files_repeat_it(lake: Lake, history: TableSim) -> None:
+    _land(lake, history, flush_rows=30)
+    _land(lake, history, flush_rows=41)
+    con = connect(lake)
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
+    assert con.execute("SELECT count(*) FROM outcomes").fetchall() == [(len(history.outcomes),)]
+
+
+def test_current_items_are_the_replayed_table(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    con = connect(lake)
+    assert state_rows(con.sql("SELECT * FROM current_items").to_arrow_table()) == replay(history.events)
+    expected = replay(history.events)
+    entitlements = con.execute("SELECT count(*) FROM entitlements").fetchall()[0][0]
+    cleanups = con.execute("SELECT count(*) FROM cleanup_records").fetchall()[0][0]
+    assert entitlements == sum(1 for _, sk in expected if sk.startswith("ENTITLEMENT#"))
+    assert cleanups == sum(1 for _, sk in expected if sk.startswith("CLEANUP#"))
+
+
+def test_current_items_from_the_snapshot_equal_those_from_the_log(lake: Lake, history: TableSim) -> None:
+    half = len(history.events) // 2
+    first = TableSim(seed=0)
+    first.events = history.events[:half]
+    _land(lake, first)
+    snapshot(lake)
+    rest = TableSim(seed=0)
+    rest.events = history.events[half:]
+    _land(lake, rest)
+    from_log = connect(lake).sql("SELECT * FROM current_items").to_arrow_table()
+    from_snapshot = connect(lake, from_snapshot=True).sql("SELECT * FROM current_items").to_arrow_table()
+    assert state_rows(from_snapshot) == state_rows(from_log) == replay(history.events)
+    assert from_snapshot.column_names == from_log.column_names
+
+
+def test_item_versions_chain_each_item_in_stream_time(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    con = connect(lake)
+    broken = con.execute(
+        "SELECT count(*) FROM (SELECT valid_to, lead(valid_from) OVER "
+        "(PARTITION BY pk, sk ORDER BY sequence_key) AS next_from FROM item_versions) "
+        "WHERE valid_to IS DISTINCT FROM next_from"
+    ).fetchall()
+    latest = con.execute("SELECT count(*) FROM item_versions WHERE is_latest").fetchall()[0][0]
+    assert broken == [(0,)]
+    assert latest == len({(str(e.keys["pk"]), str(e.keys["sk"])) for e in history.events})
+
+
+def test_users_and_array_accounts_summarise_the_table(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    con = connect(lake)
+    users = con.execute("SELECT count(*), sum(entitlement_rows) FROM users").fetchall()[0]
+    assert users[0] == len({e.user_id for e in history.events})
+    assert users[1] == con.execute("SELECT count(*) FROM entitlements").fetchall()[0][0]
+    deleted = con.execute("SELECT count(*) FROM array_accounts WHERE deleted_at_array").fetchall()[0][0]
+    assert deleted == len({o.array_account_id for o in history.outcomes})
+    assert con.execute("SELECT max(users) FROM array_accounts").fetchall() == [(1,)]
+
+
+def test_the_mask_hides_erased_users_from_every_view(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    snapshot(lake)
+    erased = ["u001", "u002"]
+    con = connect(lake, mask=erased)
+    for view in VIEW_NAMES:
+        columns = {row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()}
+        if "user_id" in columns:
+            hits = con.execute(f"SELECT count(*) FROM {view} WHERE user_id IN ('u001', 'u002')").fetchall()
+            assert hits == [(0,)], view
+    set_mask(con, [])
+    assert con.execute("SELECT count(*) FROM changes WHERE user_id = 'u001'").fetchall()[0][0] > 0
+
+
+def test_files_written_under_other_schemas_lose_no_column(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    files = list_parquet(lake, CHANGES)
+    older, newer = files[0], files[1]
+    old_table = pq.read_table(lake.path(older.path))
+    old_table = old_table.drop_columns(["old_item_updated_at", "new_item_updated_at"])
+    write_parquet_atomic(lake, older.path, old_table, old_table.schema)
+    new_table = pq.read_table(lake.path(newer.path))
+    new_table = new_table.append_column("new_plan", pa.array(["gold"] * new_table.num_rows))
+    write_parquet_atomic(lake, newer.path, new_table, new_table.schema)
+    con = connect(lake)
+    columns = {row[0] for row in con.execute("DESCRIBE changes").fetchall()}
+    assert {"new_plan", "new_item_updated_at", "old_item_updated_at"} <= columns
+    assert con.execute("SELECT count(*) FROM changes WHERE new_plan = 'gold'").fetchall() == [
+        (new_table.num_rows,)
+    ]
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
+
+
+def test_create_views_works_on_an_existing_connection(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    con = duckdb.connect()
+    create_views(con, lake)
+    create_views(con, lake)  # idempotent
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
