@@ -25,7 +25,7 @@ def build_registry(settings: Settings) -> HandlerRegistry:
     """The handlers, in flush order. Processors come before the lake so their outcomes land with it."""
     registry = HandlerRegistry()
     if settings.consumer.event_journal is not None:
-        registry.register(JournalHandler(settings.consumer.event_journal))
+        registry.register(JournalHandler(settings.consumer.event_journal, settings.consumer.worker_id))
     return registry
 
 

@@ -75,6 +75,7 @@ class DaemonSpec:
         )
         env = settings_environment(settings)
         env["ENTITLEMENTS_CONSUMER__STREAM_ARN"] = stream_arn
+        env["ENTITLEMENTS_CONSUMER__WORKER_ID"] = worker_id
         aws = settings.aws
         if aws.access_key_id is not None and aws.secret_access_key is not None:
             env["AWS_ACCESS_KEY_ID"] = aws.access_key_id.get_secret_value()

@@ -205,12 +205,14 @@ def _decode(
         keys = decode_image(keys_av, names_are_text=adapter)
     except DecodeError as error:
         raise DecodeError(f"Keys: {error.reason}") from None
-    new_av = ddb.get("NewImage")
+    # The adapter writes an absent image as {}; no stored item is empty (it holds at least its keys),
+    # so an empty image always means "no image".
+    new_av = ddb.get("NewImage") or None
     try:
         new = None if new_av is None else decode_image(new_av, names_are_text=adapter)
     except DecodeError as error:
         raise DecodeError(f"NewImage: {error.reason}") from None
-    old_av = ddb.get("OldImage")
+    old_av = ddb.get("OldImage") or None
     try:
         old = None if old_av is None else decode_image(old_av, names_are_text=adapter)
     except DecodeError as error:

@@ -20,8 +20,9 @@ from pipeline.events import StreamEvent
 class JournalHandler:
     name = "journal"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, worker_id: str | None = None) -> None:
         self._path = path
+        self._worker_id = worker_id
         self._pending: list[str] = []
 
     def add(self, event: StreamEvent) -> None:
@@ -37,6 +38,7 @@ class JournalHandler:
                     "ttl_deletion": event.ttl_deletion,
                     "created_at": event.created_at.isoformat(),
                     "pid": os.getpid(),
+                    "worker_id": self._worker_id,
                 },
                 sort_keys=True,
                 default=str,

@@ -76,7 +76,8 @@ class ParkedWork:
                 shard_id=doc["shard_id"],
                 reason=doc["reason"],
                 records=tuple(
-                    RawRecord(base64.b64decode(r["data_base64"]), r["sequence_number"]) for r in doc["records"]
+                    RawRecord(base64.b64decode(r["data_base64"]), r["sequence_number"])
+                    for r in doc["records"]
                 ),
             )
 

@@ -697,3 +697,36 @@ def test_the_fast_path_gives_the_same_event_as_the_exact_path(record: dict[str, 
 
     assert type(fast) is type(exact)
     assert fast == exact
+
+
+def test_an_empty_image_from_the_adapter_counts_as_no_image() -> None:
+    # Seen from the real adapter on moto: an INSERT carries "OldImage": {}.
+    from pipeline.decode import decode_record as decode
+
+    record = {
+        "eventID": "e-empty-old",
+        "eventName": "INSERT",
+        "eventVersion": "1.0",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "eu-west-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": 1796033513579,
+            "Keys": {"pk": {"S": "USER#u0"}, "sk": {"S": "ENTITLEMENT#a"}},
+            "NewImage": {
+                "pk": {"S": "USER#u0"},
+                "sk": {"S": "ENTITLEMENT#a"},
+                "userId": {"S": "u0"},
+                "arrayAccountId": {"S": "a"},
+                "status": {"S": "Active"},
+            },
+            "OldImage": {},
+            "SequenceNumber": "1100000000017454423009",
+            "SizeBytes": 308,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+    import json
+
+    event = decode(json.dumps(record).encode(), stream_arn="arn", shard_id="shard")
+    assert event.event_type.value == "entitlement.created"
+    assert event.old_item is None

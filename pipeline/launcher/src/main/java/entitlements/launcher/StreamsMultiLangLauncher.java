@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.commons.beanutils.BeanUtilsBean;
 import org.apache.commons.beanutils.ConvertUtilsBean;
 import org.slf4j.Logger;
+import sun.misc.Signal;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.regions.Region;
@@ -115,8 +116,16 @@ public final class StreamsMultiLangLauncher {
                 adapterClient);
 
         Thread runner = new Thread(scheduler, "kcl-scheduler");
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutDown(scheduler, runner, config),
-                "kcl-graceful-shutdown"));
+        // SIGTERM and SIGINT get a graceful shutdown through signal handlers rather than a shutdown hook:
+        // when a child crashes the multilang processor calls System.exit, and a hook would then wait on
+        // a graceful shutdown that the dead child can never complete. A crash must exit at once, with no
+        // checkpoint, so the restarted daemon resumes from the last one.
+        for (String name : new String[] {"TERM", "INT"}) {
+            Signal.handle(new Signal(name), signal -> new Thread(() -> {
+                shutDown(scheduler, runner, config);
+                System.exit(0);
+            }, "kcl-graceful-shutdown").start());
+        }
         LOG.info("Starting worker {} of application {}", config.workerId, config.applicationName);
         runner.start();
         runner.join();
