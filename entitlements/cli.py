@@ -19,6 +19,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
     ("consume", None),
     ("demo", None),
     ("lake", None),
+    ("mine", None),
+    ("audit", None),
     ("cleanup", "cleanup"),
     ("erasure", "erasure"),
 )
