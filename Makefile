@@ -7,9 +7,9 @@ LAUNCHER_DIR := pipeline/launcher
 LAUNCHER := $(LAUNCHER_DIR)/target/entitlements-kcl-launcher.jar
 LAUNCHER_SOURCES := $(shell find $(LAUNCHER_DIR)/src -name '*.java' 2>/dev/null) $(LAUNCHER_DIR)/pom.xml
 
-.PHONY: setup demo test bench lint typecheck clean
+.PHONY: setup demo test bench debian-tools clean
 
-setup: $(STAMP) $(LAUNCHER) chromium
+setup: $(STAMP) $(LAUNCHER) debian-tools
 
 $(STAMP): pyproject.toml scripts/install_kclpy.py
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,9 @@ $(STAMP): pyproject.toml scripts/install_kclpy.py
 $(LAUNCHER): $(LAUNCHER_SOURCES)
 	mvn -q -B -f $(LAUNCHER_DIR)/pom.xml package -DskipTests
 
-# Headless Chromium (Debian's package) renders the HTML audit report in a test.
-chromium:
-	@command -v chromium >/dev/null 2>&1 || bash scripts/install_chromium.sh
+# Debian's headless Chromium (HTML report test) and docker-compose (compose file check).
+debian-tools:
+	@bash scripts/install_debian_tools.sh
 
 demo: setup
 	$(VENV)/bin/entitlements demo
