@@ -53,7 +53,9 @@ class PolicySettings(BaseModel):
     """The service's cleanup policy (seed 000). Owned here; the simulator and the audits read it."""
 
     model_config = _FROZEN
-    cleanup_ttl_days: int = Field(default=63, ge=1, description="CLEANUP_TTL_DAYS: grace after a cancellation")
+    cleanup_ttl_days: int = Field(
+        default=63, ge=1, description="CLEANUP_TTL_DAYS: grace after a cancellation"
+    )
     stale_entitlement_ttl_days: int = Field(
         default=1, ge=1, description="STALE_ENTITLEMENT_TTL_DAYS: delay before a superseded account goes"
     )

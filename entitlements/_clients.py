@@ -29,7 +29,7 @@ def aws_client(aws: AwsSettings, service: str, **config: Any) -> Any:
             "aws_secret_access_key": aws.secret_access_key.get_secret_value(),
         }
     return boto3.client(
-        service,  # type: ignore[call-overload]
+        service,
         region_name=aws.region,
         endpoint_url=aws.endpoint(_SERVICE_ENDPOINT.get(service, service)),
         config=Config(retries={"mode": "standard", "max_attempts": 5}, **config),

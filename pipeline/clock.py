@@ -6,7 +6,7 @@ that is given the same settings agrees on the time without talking to the others
 
 from __future__ import annotations
 
-__all__ = ["Clock", "SystemClock", "SimulatedClock", "clock_from_settings"]
+__all__ = ["Clock", "SimulatedClock", "SystemClock", "clock_from_settings"]
 
 import time
 from datetime import UTC, datetime, timedelta

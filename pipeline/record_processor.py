@@ -40,7 +40,7 @@ class KclRecordProcessor(kcl_processor.RecordProcessorBase):  # type: ignore[mis
             checkpointer = process_records_input.checkpointer
             self._consumer.process(
                 records,
-                lambda seq: checkpointer.checkpoint(seq),
+                checkpointer.checkpoint,
                 process_records_input.millis_behind_latest,
             )
 
@@ -51,11 +51,11 @@ class KclRecordProcessor(kcl_processor.RecordProcessorBase):  # type: ignore[mis
 
     def shard_ended(self, shard_ended_input: Any) -> None:
         checkpointer = shard_ended_input.checkpointer
-        self._guard(lambda: self._consumer.shard_ended(lambda seq: checkpointer.checkpoint(seq)))
+        self._guard(lambda: self._consumer.shard_ended(checkpointer.checkpoint))
 
     def shutdown_requested(self, shutdown_requested_input: Any) -> None:
         checkpointer = shutdown_requested_input.checkpointer
-        self._guard(lambda: self._consumer.shutdown_requested(lambda seq: checkpointer.checkpoint(seq)))
+        self._guard(lambda: self._consumer.shutdown_requested(checkpointer.checkpoint))
 
     def _guard(self, action: Any) -> None:
         try:

@@ -20,11 +20,10 @@ CACHE = Path(__file__).resolve().parent.parent / ".cache" / "kclpy"
 
 def _installed() -> bool:
     probe = f"import importlib.metadata as m; assert m.version('amazon-kclpy') == '{VERSION}'"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False).returncode == 0
 
 
 def _run(*cmd: str, env: dict[str, str] | None = None) -> None:
-    print("+", " ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, check=True, env=env)
 
 
@@ -34,22 +33,44 @@ def main() -> None:
     CACHE.mkdir(parents=True, exist_ok=True)
     sdist = CACHE / f"amazon_kclpy-{VERSION}.tar.gz"
     if not sdist.exists():
-        _run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-             "-d", str(CACHE), f"amazon-kclpy=={VERSION}")
+        _run(
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+            str(CACHE),
+            f"amazon-kclpy=={VERSION}",
+        )
     with tarfile.open(sdist) as archive:
         member = archive.getmember(f"amazon_kclpy-{VERSION}/pom.xml")
         extracted = archive.extractfile(member)
         assert extracted is not None
         pom = extracted.read().decode()
     # The packaged pom has no coordinates of its own; Maven needs some to resolve it.
-    pom = re.sub(r"(<modelVersion>4\.0\.0</modelVersion>)",
-                 r"\1<groupId>local.stage</groupId><artifactId>kclpy-jars</artifactId><version>1</version>",
-                 pom, count=1)
+    pom = re.sub(
+        r"(<modelVersion>4\.0\.0</modelVersion>)",
+        r"\1<groupId>local.stage</groupId><artifactId>kclpy-jars</artifactId><version>1</version>",
+        pom,
+        count=1,
+    )
     stage_pom = CACHE / "stage-pom.xml"
     stage_pom.write_text(pom)
     repo = CACHE / "repository"
-    _run("mvn", "-q", "-B", "-f", str(stage_pom), "dependency:copy-dependencies",
-         "-Dmdep.useRepositoryLayout=true", f"-DoutputDirectory={repo}")
+    _run(
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(stage_pom),
+        "dependency:copy-dependencies",
+        "-Dmdep.useRepositoryLayout=true",
+        f"-DoutputDirectory={repo}",
+    )
     env = dict(os.environ, KCL_MVN_REPO_SEARCH_URL=repo.as_uri() + "/")
     _run(sys.executable, "-m", "pip", "install", "-q", str(sdist), env=env)
 

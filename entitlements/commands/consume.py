@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = ["app"]
 
+import json
 import signal
 import socket
 import threading
@@ -19,6 +20,7 @@ from entitlements.child import build_registry
 from pipeline.daemon import DaemonSpec, KclDaemon, supervise
 from pipeline.decode import decode_record
 from pipeline.parking import ParkedWork
+from pipeline.quarantine import Quarantine
 
 app = typer.Typer()
 
@@ -84,3 +86,25 @@ def replay_parked() -> None:
     typer.echo(f"replayed {replayed} parked batches; {failed} still parked")
     if failed:
         raise typer.Exit(1)
+
+
+@app.command("consumer-status")
+def consumer_status() -> None:
+    """Per shard: records seen, events by kind, quarantined, parked batches and lag (iterator age)."""
+    settings = load_settings()
+    stats_dir = settings.consumer.state_dir / "stats"
+    files = sorted(stats_dir.glob("*.json")) if stats_dir.exists() else []
+    if not files:
+        typer.echo("no shard has reported yet")
+        raise typer.Exit(1)
+    for path in files:
+        stats = json.loads(path.read_text())
+        age = stats.get("iterator_age_ms")
+        typer.echo(
+            f"{stats['shard_id']}: {stats['records']} records, {stats['quarantined']} quarantined, "
+            f"{stats['parked_batches']} parked batches, {stats['checkpoints']} checkpoints, "
+            f"iterator age {'unknown' if age is None else f'{age / 1000:.1f}s'} (as of {stats['updated_at']})"
+        )
+        for kind, count in sorted(stats["events_by_type"].items()):
+            typer.echo(f"    {kind}: {count}")
+    typer.echo(f"quarantine: {Quarantine(settings.consumer.quarantine_dir).count()} records")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,14 +21,20 @@ def put_row(endpoint: str, table: str, user: str, account: str, status: str) -> 
     dynamodb(endpoint).put_item(
         TableName=table,
         Item={
-            "pk": {"S": f"USER#{user}"}, "sk": {"S": f"ENTITLEMENT#{account}"},
-            "userId": {"S": user}, "arrayAccountId": {"S": account}, "status": {"S": status},
-            "gsi1pk": {"S": f"ARRAY#{account}"}, "gsi1sk": {"S": "ENTITLEMENT"},
+            "pk": {"S": f"USER#{user}"},
+            "sk": {"S": f"ENTITLEMENT#{account}"},
+            "userId": {"S": user},
+            "arrayAccountId": {"S": account},
+            "status": {"S": status},
+            "gsi1pk": {"S": f"ARRAY#{account}"},
+            "gsi1sk": {"S": "ENTITLEMENT"},
         },
     )
 
 
-def test_writes_arrive_as_typed_events_in_order_per_item(moto_endpoint: str, consumer: RunningConsumer) -> None:
+def test_writes_arrive_as_typed_events_in_order_per_item(
+    moto_endpoint: str, consumer: RunningConsumer
+) -> None:
     table = consumer.settings.consumer.table_name
     put_row(moto_endpoint, table, "u-order", "acct-1", "Active")
     put_row(moto_endpoint, table, "u-order", "acct-1", "Cancelled")

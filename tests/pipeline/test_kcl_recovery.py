@@ -29,8 +29,13 @@ def write_steadily(endpoint: str, table: str, count: int, per_second: float) -> 
         for i in range(count):
             client.put_item(
                 TableName=table,
-                Item={"pk": {"S": f"USER#load-{i}"}, "sk": {"S": "ENTITLEMENT#acct"},
-                      "userId": {"S": f"load-{i}"}, "arrayAccountId": {"S": "acct"}, "status": {"S": "Active"}},
+                Item={
+                    "pk": {"S": f"USER#load-{i}"},
+                    "sk": {"S": "ENTITLEMENT#acct"},
+                    "userId": {"S": f"load-{i}"},
+                    "arrayAccountId": {"S": "acct"},
+                    "status": {"S": "Active"},
+                },
             )
             time.sleep(1 / per_second)
 
@@ -48,7 +53,9 @@ def start_load_once_consuming(endpoint: str, consumer: RunningConsumer) -> threa
 
 
 def assert_nothing_missed(endpoint: str, consumer: RunningConsumer) -> list[dict[str, object]]:
-    stream = {r["eventID"]: r["dynamodb"]["SequenceNumber"] for r in stream_contents(endpoint, consumer.stream_arn)}
+    stream = {
+        r["eventID"]: r["dynamodb"]["SequenceNumber"] for r in stream_contents(endpoint, consumer.stream_arn)
+    }
     assert len(stream) >= WRITES
     events = consumer.wait_for(lambda evs: set(stream) <= {e["event_id"] for e in evs}, timeout=240)
     for event in events:

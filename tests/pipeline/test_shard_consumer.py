@@ -20,7 +20,9 @@ STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026
 LONG_SEQ = "4" * 40
 
 
-def fake_decode(data: bytes, *, stream_arn: str, shard_id: str, sequence_number: str | None = None) -> StreamEvent:
+def fake_decode(
+    data: bytes, *, stream_arn: str, shard_id: str, sequence_number: str | None = None
+) -> StreamEvent:
     if data.startswith(b"bad"):
         raise TerminalError("record is not JSON")
     return UnknownItemChanged.model_validate(

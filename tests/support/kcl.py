@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import psutil
 
 from config import Settings, load_settings
 from pipeline.daemon import DaemonSpec, KclDaemon
@@ -37,16 +38,25 @@ def test_settings(endpoint: str, table_name: str, state_dir: Path, **overrides: 
         **overrides.pop("consumer", {}),
     }
     return load_settings(
-        aws={"endpoint_url": endpoint, "region": "eu-west-1",
-             "access_key_id": "testing", "secret_access_key": "testing"},
+        aws={
+            "endpoint_url": endpoint,
+            "region": "eu-west-1",
+            "access_key_id": "testing",
+            "secret_access_key": "testing",
+        },
         consumer=consumer,
         **overrides,
     )
 
 
 def dynamodb(endpoint: str) -> Any:
-    return boto3.client("dynamodb", endpoint_url=endpoint, region_name="eu-west-1",
-                        aws_access_key_id="testing", aws_secret_access_key="testing")
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 def new_table(endpoint: str) -> tuple[str, str]:
@@ -72,7 +82,9 @@ class RunningConsumer:
 
     def start_worker(self, worker_id: str) -> KclDaemon:
         spec = DaemonSpec.from_settings(
-            self.settings, stream_arn=self.stream_arn, worker_id=worker_id,
+            self.settings,
+            stream_arn=self.stream_arn,
+            worker_id=worker_id,
             work_dir=self.settings.consumer.state_dir / "daemon",
         )
         daemon = KclDaemon(spec)
@@ -85,7 +97,9 @@ class RunningConsumer:
             return []
         return [json.loads(line) for line in self.journal.read_text().splitlines() if line]
 
-    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 180.0) -> list[dict[str, Any]]:
+    def wait_for(
+        self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 180.0
+    ) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             events = self.events()
@@ -93,7 +107,9 @@ class RunningConsumer:
                 return events
             time.sleep(0.5)
         logs = self.settings.consumer.state_dir / "daemon"
-        raise AssertionError(f"timed out with {len(self.events())} events in the journal; daemon logs in {logs}")
+        raise AssertionError(
+            f"timed out with {len(self.events())} events in the journal; daemon logs in {logs}"
+        )
 
     def stop_all(self) -> None:
         for daemon in self.daemons.values():
@@ -101,7 +117,9 @@ class RunningConsumer:
 
 
 @contextmanager
-def running_consumer(endpoint: str, state_dir: Path, *, worker_id: str = "worker-1", **overrides: Any) -> Iterator[RunningConsumer]:
+def running_consumer(
+    endpoint: str, state_dir: Path, *, worker_id: str = "worker-1", **overrides: Any
+) -> Iterator[RunningConsumer]:
     name, arn = new_table(endpoint)
     settings = test_settings(endpoint, name, state_dir, **overrides)
     consumer = RunningConsumer(settings=settings, stream_arn=arn, daemons={})
@@ -111,3 +129,37 @@ def running_consumer(endpoint: str, state_dir: Path, *, worker_id: str = "worker
         yield consumer
     finally:
         consumer.stop_all()
+
+
+def stream_contents(endpoint: str, stream_arn: str) -> list[dict[str, Any]]:
+    """Every record the stream holds, read back from the stream itself (not from what a test wrote)."""
+    streams = boto3.client(
+        "dynamodbstreams",
+        endpoint_url=endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    records: list[dict[str, Any]] = []
+    shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
+    for shard in shards:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            records.extend(page["Records"])
+            if not page["Records"]:
+                break
+            iterator = page.get("NextShardIterator")
+    return records
+
+
+def python_children(daemon: KclDaemon) -> list[int]:
+    """The pids of the Python record processors a daemon has started."""
+    assert daemon.pid is not None
+    return [
+        child.pid
+        for child in psutil.Process(daemon.pid).children(recursive=True)
+        if "entitlements.child" in " ".join(child.cmdline())
+    ]
