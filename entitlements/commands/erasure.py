@@ -1,14 +1,43 @@
-"""`entitlements erasure ...`: the erasure contract from the command line."""
+"""`entitlements erasure ...`: the erasure contract from the command line, and this store's subscriber
+(`setup` makes its side of the channel, `worker` runs it; docs/operations/erasure.md)."""
 
 from __future__ import annotations
 
-__all__ = ["app"]
+__all__ = ["app", "build_worker", "erasure_settings"]
 
+import os
+import signal
+import threading
+from collections.abc import Mapping
+from types import FrameType
 from typing import Annotated
 
 import typer
 
-from schema.erasure import REQUEST_TYPES, ErasureContractError, parse_erasure_message
+from analytics import LakeHandler, lake_from_settings
+from config import ErasureSettings, Settings, load_settings
+from entitlements._clients import aws_client
+from entitlements._logging import configure_logging
+from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
+from pipeline.clock import clock_from_settings
+from processors.cleanup import HttpArrayClient
+from processors.erasure import (
+    LEDGER_DIR_NAME,
+    ConsumerStores,
+    ErasureConfigError,
+    ErasureLedger,
+    ErasureTargets,
+    ErasureWorker,
+    checked_timings,
+    ensure_erasure_channel,
+)
+from schema.erasure import (
+    REQUEST_TYPES,
+    ErasureContractError,
+    ErasureEnvironmentError,
+    ErasureHandlerEnvironment,
+    parse_erasure_message,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -52,3 +81,111 @@ def validate(
     typer.echo(f"{checked} messages, {accepted} accepted, {checked - accepted} refused")
     if accepted != checked:
         raise typer.Exit(code=1)
+
+
+def erasure_settings(settings: Settings, environ: Mapping[str, str]) -> ErasureSettings:
+    """The erasure settings, with the contract's own variables (ERASURE_PASS_TWO_DELAY_SECONDS,
+    ERASURE_BATCH_TIMEOUT_SECONDS, read through `ErasureHandlerEnvironment`, each held to its cap)
+    winning over ENTITLEMENTS_ERASURE__* when either is set."""
+    names = (
+        ErasureHandlerEnvironment.PASS_TWO_DELAY_VARIABLE,
+        ErasureHandlerEnvironment.BATCH_TIMEOUT_VARIABLE,
+    )
+    if not any(name in environ for name in names):
+        return settings.erasure
+    contract = ErasureHandlerEnvironment.from_environment(environ)
+    return settings.erasure.model_copy(
+        update={
+            "pass_two_delay_seconds": contract.pass_two_delay_seconds,
+            "batch_timeout_seconds": float(contract.batch_timeout_seconds),
+        }
+    )
+
+
+def _settings() -> tuple[Settings, ErasureSettings]:
+    settings = load_settings()
+    try:
+        erasure = erasure_settings(settings, os.environ)
+        checked_timings(erasure)
+    except (ErasureEnvironmentError, ErasureConfigError) as refused:
+        typer.echo(f"refusing to start: {refused}", err=True)
+        raise typer.Exit(code=2) from None
+    return settings, erasure
+
+
+def build_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds: int = 20) -> ErasureWorker:
+    """The worker as deployed: clients from the settings (read timeouts no longer than the batch
+    timeout, except SQS's, which must outlast the long poll), the lake adapter, the consumer's stores
+    and the ledger under `consumer.state_dir`, the settings' clock."""
+    batch = erasure.batch_timeout_seconds
+    bounded = {"connect_timeout": batch, "read_timeout": batch}
+    sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
+    state = settings.consumer.state_dir
+    lake = lake_from_settings(settings)
+    queue_url = str(sqs.get_queue_url(QueueName=erasure.queue_name)["QueueUrl"])
+    responses_url = str(sqs.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"])
+    targets = ErasureTargets(
+        dynamodb=aws_client(settings.aws, "dynamodb", **bounded),
+        table_name=settings.consumer.table_name,
+        array=HttpArrayClient(settings.array),
+        lake=AnalyticsLakeEraser(lake, state / MASK_FILE_NAME),
+        stores=ConsumerStores(settings.consumer.quarantine_dir, settings.consumer.parked_dir),
+        ledger=ErasureLedger(state / LEDGER_DIR_NAME, erasure.ledger_key),
+    )
+    return ErasureWorker(
+        settings=erasure,
+        sqs=sqs,
+        cloudwatch=aws_client(settings.aws, "cloudwatch", **bounded),
+        queue_url=queue_url,
+        responses_queue_url=responses_url,
+        targets=targets,
+        clock=clock_from_settings(settings.clock),
+        outcomes=LakeHandler(lake, settings.lake, name="erasure-outcomes"),
+    )
+
+
+@app.command()
+def setup() -> None:
+    """Create (or bring to the contract) the store's erasure queue, its dead-letter queue, the topic
+    subscription (raw delivery, no filter policy) and the responses queue. Idempotent."""
+    configure_logging()
+    settings, erasure = _settings()
+    try:
+        channel = ensure_erasure_channel(
+            aws_client(settings.aws, "sqs"), aws_client(settings.aws, "sns"), erasure
+        )
+    except ErasureConfigError as refused:
+        typer.echo(f"setup refused: {refused}", err=True)
+        raise typer.Exit(code=2) from None
+    timings = checked_timings(erasure)
+    typer.echo(f"topic: {channel.topic_arn}")
+    typer.echo(f"queue: {channel.queue_url}")
+    typer.echo(f"dead-letter queue: {channel.dlq_url}")
+    typer.echo(f"responses queue: {channel.responses_queue_url}")
+    typer.echo(
+        f"visibility timeout {timings.visibility_timeout_seconds} s, "
+        f"maxReceiveCount {timings.max_receive_count}, raw delivery, no filter policy"
+    )
+
+
+@app.command()
+def worker(
+    wait_seconds: Annotated[int, typer.Option(min=0, max=20, help="Long-poll wait per receive.")] = 20,
+) -> None:
+    """Run the store's erasure subscriber until SIGTERM or Ctrl-C. Refuses to start when a setting is
+    above its channel cap or the queue is not set up as the contract requires."""
+    configure_logging()
+    settings, erasure = _settings()
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    with build_worker(settings, erasure, wait_seconds=wait_seconds) as running:
+        try:
+            running.run(stop, wait_seconds=wait_seconds)
+        except ErasureConfigError as refused:
+            typer.echo(f"refusing to start: {refused}", err=True)
+            raise typer.Exit(code=2) from None

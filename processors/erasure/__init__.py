@@ -1,0 +1,95 @@
+"""The entitlements store's erasure subscriber (seed 002; docs/operations/erasure.md).
+
+A worker on the store's SQS queue (fed by the erasure SNS topic with raw delivery) that validates,
+checks expiry, dispatches through one capability table and answers through `ErasureResponseSender`:
+
+- ERASE by ACCOUNT (the key is the table's user id): two passes over the Array accounts the user's rows
+  name, the cleanup records, the entitlement rows, the lake (mask, then purge), and the consumer's
+  quarantine and parked work, remembered in a ledger keyed by HMAC-SHA256 of the user id; then ACK DONE.
+- CHECK and CLASSIFY by ACCOUNT: HOLDS_DATA / HOLDS_NONE from the table, the lake and the consumer's
+  copies; CANNOT_ANSWER when a part cannot be read.
+- every ADDRESS pair and REFILE: NOT_APPLICABLE at once, counted in the ErasureNotApplicable metric (the
+  table holds no addresses).
+
+    worker = ErasureWorker(settings=settings.erasure, sqs=sqs, cloudwatch=cloudwatch,
+                           queue_url=channel.queue_url, responses_queue_url=channel.responses_queue_url,
+                           targets=ErasureTargets(...), clock=clock)
+    worker.run(stop)
+
+The lake's landing drops an erased account's events with `erased_filter(ledger)`.
+"""
+
+from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._capabilities import (
+    CAPABILITIES,
+    Handling,
+    handling_for,
+    not_applicable_answer,
+)
+from processors.erasure._clients import (
+    CloudWatchClient,
+    DynamoDBTableClient,
+    ErasureSqsClient,
+    SnsSetupClient,
+    SqsSetupClient,
+)
+from processors.erasure._config import ErasureTimings, checked_timings
+from processors.erasure._consumer_stores import ConsumerStores, StoreCounts
+from processors.erasure._errors import (
+    ErasureConfigError,
+    ErasurePassAttributeError,
+    ErasureStepError,
+    ErasureTimeoutError,
+)
+from processors.erasure._lake import LakeEraser
+from processors.erasure._ledger import LEDGER_DIR_NAME, ErasureLedger, LedgerEntry, erased_filter
+from processors.erasure._procedure import AccountErasure, ErasureTargets
+from processors.erasure._setup import ErasureChannel, dead_letter_queue_name, ensure_erasure_channel
+from processors.erasure._worker import (
+    MAX_MESSAGES,
+    NOT_APPLICABLE_METRIC,
+    PASS_ATTRIBUTE,
+    BatchReport,
+    ErasureWorker,
+    OutcomeRecorder,
+    WorkerStats,
+)
+
+__all__ = [
+    "CAPABILITIES",
+    "LEDGER_DIR_NAME",
+    "MAX_MESSAGES",
+    "NOT_APPLICABLE_METRIC",
+    "PASS_ATTRIBUTE",
+    "AccountErasure",
+    "BatchReport",
+    "BoundedCalls",
+    "CloudWatchClient",
+    "ConsumerStores",
+    "Deadline",
+    "DynamoDBTableClient",
+    "ErasureChannel",
+    "ErasureConfigError",
+    "ErasureLedger",
+    "ErasurePassAttributeError",
+    "ErasureSqsClient",
+    "ErasureStepError",
+    "ErasureTargets",
+    "ErasureTimeoutError",
+    "ErasureTimings",
+    "ErasureWorker",
+    "Handling",
+    "LakeEraser",
+    "LedgerEntry",
+    "OutcomeRecorder",
+    "SnsSetupClient",
+    "SqsSetupClient",
+    "StoreCounts",
+    "WorkerStats",
+    "checked_timings",
+    "dead_letter_queue_name",
+    "ensure_erasure_channel",
+    "erased_filter",
+    "handling_for",
+    "not_applicable_answer",
+]

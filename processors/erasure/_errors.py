@@ -1,0 +1,82 @@
+"""The erasure subscriber's errors. Each carries a short machine `code` (an AWS error code, an HTTP
+status, an error class name) and the step it concerns; none holds a body, a key, a user id, a
+requestId, an address or the text of an underlying error."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ErasureConfigError",
+    "ErasurePassAttributeError",
+    "ErasureStepError",
+    "ErasureTimeoutError",
+    "aws_error_code",
+    "converted",
+]
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from schema.errors import RetryableError, TerminalError
+
+# An AWS error code is an identifier ("AWS.SimpleQueueService.NonExistentQueue"); anything else is
+# reported by the error's class name instead.
+_ERROR_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+class ErasureConfigError(TerminalError):
+    """A setting above its channel cap, or a queue not set up as the contract requires: the worker
+    refuses to start. The message names the setting, its value and the cap (never a secret)."""
+
+
+class ErasurePassAttributeError(TerminalError):
+    """A message carries the pass attribute with a value other than the one the store writes. Raised
+    like an invalid body: the message is not deleted, so SQS dead-letters it after maxReceiveCount."""
+
+    def __init__(self) -> None:
+        self.code = "INVALID_PASS_ATTRIBUTE"
+        super().__init__(self.code)
+
+
+class ErasureStepError(RetryableError):
+    """One step of an erasure or of a holdings check failed; the message is left for SQS to redeliver."""
+
+    def __init__(self, step: str, code: str) -> None:
+        self.step = step
+        self.code = code
+        super().__init__(f"erasure step {step} failed ({code})")
+
+
+class ErasureTimeoutError(RetryableError):
+    """A step would run past the handler timeout, or one call outlasted the batch timeout."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+        self.code = "TIMEOUT"
+        super().__init__(f"erasure step {step} ran out of time")
+
+
+def aws_error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore error, else the error's class name: never its text."""
+    response = getattr(error, "response", None)
+    if isinstance(response, Mapping):
+        details = response.get("Error")
+        code = details.get("Code") if isinstance(details, Mapping) else None
+        if isinstance(code, str) and _ERROR_CODE.fullmatch(code):
+            return code
+    return type(error).__name__
+
+
+@contextmanager
+def converted(step: str) -> Iterator[None]:
+    """Convert boto3/botocore errors raised inside into `ErasureStepError(step, code)`, once, where the
+    client is called. `from None`: a botocore error's text can quote the request."""
+    code: str | None = None
+    try:
+        yield
+    except (ClientError, BotoCoreError) as error:
+        code = aws_error_code(error)
+    if code is not None:
+        raise ErasureStepError(step, code) from None

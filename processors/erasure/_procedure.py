@@ -1,0 +1,205 @@
+"""ERASE and CHECK/CLASSIFY by ACCOUNT: the work behind the two implemented capabilities.
+
+ERASE removes the account's data in an order that never loses the map to what remains (the table's rows
+name the Array accounts; the table outlives everything it names):
+
+1. the ledger entry (before anything is deleted, so the lake's landing drops the account's events,
+   including the REMOVEs this erasure itself causes, from this moment on);
+2. the Array accounts the account's rows and cleanup records name (deleted; a 404 is done; the cleanup
+   processor's in-use guard does not apply: every account of an erased user goes);
+3. its cleanup records (so no TTL expiry fires for an account already deleted);
+4. its entitlement rows (the one exception to "rows are never deleted"), then any other item under its
+   partition key;
+5. its rows in every lake dataset: masked at once, then purged in one batched rewrite for every account
+   of the received batch;
+6. its quarantined records and parked work.
+
+A step that fails stops that account's erasure (later steps would lose the map) and leaves its message for
+SQS to redeliver; every step is idempotent, so a redelivered message starts again from step 1 harmlessly.
+Each destructive call is bounded by the batch timeout and by what is left of the handler timeout.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AccountErasure", "ErasureTargets"]
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pipeline.clock import Clock
+from processors.cleanup import (
+    ArrayClient,
+    ArrayCredentialError,
+    ArrayRequestRejected,
+    ArrayTransientError,
+    ErrArrayUserAlreadyDeleted,
+)
+from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._clients import DynamoDBTableClient
+from processors.erasure._consumer_stores import ConsumerStores
+from processors.erasure._errors import ErasureStepError
+from processors.erasure._lake import LakeEraser
+from processors.erasure._ledger import ErasureLedger
+from processors.erasure._table import UserTable
+from schema.erasure import HoldingsAnswer
+from schema.errors import EntitlementsError
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ErasureTargets:
+    """Everywhere this store keeps an account's data, and the ledger that remembers erasures."""
+
+    dynamodb: DynamoDBTableClient
+    table_name: str
+    array: ArrayClient
+    lake: LakeEraser
+    stores: ConsumerStores
+    ledger: ErasureLedger
+
+
+@dataclass(slots=True)
+class EraseCounts:
+    array_accounts: int = 0
+    cleanup_records: int = 0
+    entitlement_rows: int = 0
+    other_items: int = 0
+    lake_rows: int = 0
+    consumer_copies: int = 0
+
+
+def _code(error: BaseException) -> str:
+    code = getattr(error, "code", None)
+    return code if isinstance(code, str) else type(error).__name__
+
+
+class AccountErasure:
+    def __init__(
+        self, targets: ErasureTargets, calls: BoundedCalls, *, batch_timeout: float, clock: Clock
+    ) -> None:
+        self._t = targets
+        self._calls = calls
+        self._batch = batch_timeout
+        self._clock = clock
+        self._table = UserTable(targets.dynamodb, targets.table_name, calls, batch_timeout)
+
+    @property
+    def targets(self) -> ErasureTargets:
+        return self._t
+
+    # -- ERASE --------------------------------------------------------------------------------------
+
+    def erase(self, user_ids: Sequence[str], deadline: Deadline) -> dict[str, EntitlementsError | None]:
+        """One pass over `user_ids`: each maps to None (erased everywhere) or the error that stopped it."""
+        results: dict[str, EntitlementsError | None] = {}
+        counts = EraseCounts()
+        for user_id in dict.fromkeys(user_ids):
+            try:
+                self._erase_table_side(user_id, deadline, counts)
+            except EntitlementsError as error:
+                results[user_id] = error
+            else:
+                results[user_id] = None
+        ready = [user_id for user_id, error in results.items() if error is None]
+        if ready:
+            try:
+                self._erase_copies(ready, deadline, counts)
+            except EntitlementsError as error:
+                results.update(dict.fromkeys(ready, error))
+        failed = sum(1 for error in results.values() if error is not None)
+        logger.info(
+            "erasure pass",
+            extra={
+                "accounts": len(results),
+                "failed": failed,
+                "array_accounts": counts.array_accounts,
+                "cleanup_records": counts.cleanup_records,
+                "entitlement_rows": counts.entitlement_rows,
+                "other_items": counts.other_items,
+                "lake_rows": counts.lake_rows,
+                "consumer_copies": counts.consumer_copies,
+            },
+        )
+        return results
+
+    def _erase_table_side(self, user_id: str, deadline: Deadline, counts: EraseCounts) -> None:
+        t = self._t
+        now = self._clock.now()
+        self._calls.call("ledger", lambda: t.ledger.record_started(user_id, now), deadline, self._batch)
+        items = self._table.read(user_id, deadline)
+        for account in items.array_account_ids:
+            self._delete_array_account(account, deadline)
+            counts.array_accounts += 1
+        counts.cleanup_records += self._table.delete(items.cleanup_keys, deadline, step="cleanup-records")
+        counts.entitlement_rows += self._table.delete(
+            items.entitlement_keys, deadline, step="entitlement-rows"
+        )
+        counts.other_items += self._table.delete(items.other_keys, deadline, step="other-items")
+
+    def _delete_array_account(self, account: str, deadline: Deadline) -> None:
+        array = self._t.array
+        finish_by = deadline.monotonic_at("array", self._batch)
+
+        def delete() -> None:
+            try:
+                array.delete_user(account, deadline=finish_by)
+            except ErrArrayUserAlreadyDeleted:
+                return  # 404: already gone, which is what the erasure wants
+            except (ArrayCredentialError, ArrayTransientError, ArrayRequestRejected) as error:
+                raise ErasureStepError("array", error.code) from None
+
+        self._calls.call("array", delete, deadline, self._batch)
+
+    def _erase_copies(self, user_ids: list[str], deadline: Deadline, counts: EraseCounts) -> None:
+        t = self._t
+        self._guarded("lake-mask", lambda: t.lake.mask(user_ids), deadline)
+        counts.lake_rows += self._guarded("lake-purge", lambda: t.lake.purge(user_ids), deadline)
+        stores = self._guarded("consumer-stores", lambda: t.stores.erase(user_ids), deadline)
+        counts.consumer_copies += stores.quarantined_removed + stores.parked_records_removed
+
+    def _guarded(self, step: str, fn: Callable[[], _T], deadline: Deadline) -> _T:
+        """`fn()` bounded by the batch timeout, any failure converted to `ErasureStepError(step, ...)`."""
+
+        def run() -> _T:
+            try:
+                return fn()
+            except EntitlementsError:
+                raise
+            except Exception as error:  # a store's own failure (OSError, Arrow): its class only
+                raise ErasureStepError(step, type(error).__name__) from None
+
+        return self._calls.call(step, run, deadline, self._batch)
+
+    # -- CHECK / CLASSIFY -------------------------------------------------------------------------
+
+    def holdings(self, user_id: str, deadline: Deadline) -> HoldingsAnswer:
+        """HOLDS_DATA when the table, the lake or the consumer's copies hold a row of the account;
+        HOLDS_NONE when none does; CANNOT_ANSWER when no part holds one and a part cannot be read."""
+        t = self._t
+        unreadable: list[str] = []
+
+        parts: tuple[tuple[str, Callable[[], bool | None], bool], ...] = (
+            # (step, read, bounded here): the table's calls bound themselves
+            ("table-read", lambda: self._table.has_items(user_id, deadline), False),
+            ("lake-read", lambda: t.lake.holds(user_id), True),
+            ("consumer-stores-read", lambda: t.stores.holds(user_id), True),
+        )
+        for step, read, bound_here in parts:
+            try:
+                held = self._guarded(step, read, deadline) if bound_here else read()
+            except EntitlementsError as error:
+                unreadable.append(f"{step}:{_code(error)}")
+                continue
+            if held is None:
+                unreadable.append(f"{step}:unreadable")
+            elif held:
+                return "HOLDS_DATA"
+        if unreadable:
+            logger.warning("holdings cannot answer", extra={"unreadable": unreadable})
+            return "CANNOT_ANSWER"
+        return "HOLDS_NONE"
