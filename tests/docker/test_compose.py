@@ -13,7 +13,9 @@ def test_docker_compose_accepts_the_compose_file() -> None:
     assert shutil.which("docker-compose"), "docker-compose missing: run scripts/install_debian_tools.sh"
     result = subprocess.run(
         ["docker-compose", "-f", str(COMPOSE), "config", "--services"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert set(result.stdout.split()) == {"localstack", "consumer", "cleanup-retry-worker", "erasure-worker"}
