@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -128,17 +129,26 @@ StackFactory = Callable[..., Stack]
 
 
 @pytest.fixture
-def make_stack(
-    sqs: Any,
-    sns: Any,
+def targets(
     dynamodb: Any,
-    cloudwatch: Any,
     table: Any,
     array_client: HttpArrayClient,
     lake_eraser: AnalyticsLakeEraser,
     stores: ConsumerStores,
     ledger: ErasureLedger,
-) -> Iterator[StackFactory]:
+) -> ErasureTargets:
+    return ErasureTargets(
+        dynamodb=dynamodb,
+        table_name=table.table_name,
+        array=array_client,
+        lake=lake_eraser,
+        stores=stores,
+        ledger=ledger,
+    )
+
+
+@pytest.fixture
+def make_stack(sqs: Any, sns: Any, cloudwatch: Any, targets: ErasureTargets) -> Iterator[StackFactory]:
     workers: list[ErasureWorker] = []
 
     def make(
@@ -156,14 +166,7 @@ def make_stack(
             cloudwatch=cloudwatch,
             queue_url=channel.queue_url,
             responses_queue_url=channel.responses_queue_url,
-            targets=ErasureTargets(
-                dynamodb=dynamodb,
-                table_name=table.table_name,
-                array=array_client,
-                lake=lake if lake is not None else lake_eraser,
-                stores=stores,
-                ledger=ledger,
-            ),
+            targets=targets if lake is None else replace(targets, lake=lake),
             clock=clock or SystemClock(),
             outcomes=outcomes,
         )
