@@ -119,14 +119,15 @@ class Stack:
             self.worker.poll_once(wait_seconds=1)
 
     def answer_to(self, request_id: str, *, timeout: float = 60.0) -> Any:
-        found: list[Any] = []
+        """The first answer to `request_id` read from now on."""
+        self.responses.collect()
+        start = len(self.responses.seen)
 
-        def answered() -> bool:
-            found.extend(self.responses.for_request(request_id))
-            return bool(found)
+        def new_answers() -> list[Any]:
+            return [a for a in self.responses.collect()[start:] if a.request_id == request_id]
 
-        self.drive(answered, timeout=timeout)
-        return found[0]
+        self.drive(lambda: bool(new_answers()), timeout=timeout)
+        return new_answers()[0]
 
     def queue_depths(self, url: str) -> int:
         attributes = self.sqs.get_queue_attributes(

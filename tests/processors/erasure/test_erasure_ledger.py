@@ -1,0 +1,96 @@
+"""The erasure ledger: keyed by HMAC-SHA256 of the user id under the ledger key, holding no personal data,
+durable in files another process sees at once; `erased_filter` is the lake landing's drop test."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from conftest import LEDGER_KEY
+from pydantic import SecretStr
+
+from processors.erasure import ErasureLedger, erased_filter
+
+AT = datetime(2026, 5, 1, 12, tzinfo=UTC)
+USER = "user-ledger-0001"
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> ErasureLedger:
+    return ErasureLedger(tmp_path / "erasure-ledger", LEDGER_KEY)
+
+
+def test_an_entry_is_keyed_by_the_hmac_sha256_of_the_user_id(ledger: ErasureLedger) -> None:
+    expected = hmac.new(LEDGER_KEY.get_secret_value().encode(), USER.encode(), hashlib.sha256).hexdigest()
+    assert ledger.ledger_id(USER) == expected
+    assert ledger.record_started(USER, AT) == expected
+    assert list(ledger.ids()) == [expected]
+
+
+def test_another_key_gives_another_entry_key(tmp_path: Path, ledger: ErasureLedger) -> None:
+    other = ErasureLedger(tmp_path / "other", SecretStr("another-key"))
+    assert other.ledger_id(USER) != ledger.ledger_id(USER)
+
+
+def test_the_ledger_holds_no_personal_data(ledger: ErasureLedger) -> None:
+    ledger.record_started(USER, AT)
+    ledger.record_pass(USER, 2, AT)
+    for path in ledger.root.iterdir():
+        assert USER not in path.name
+        assert USER.encode() not in path.read_bytes()
+
+
+def test_entries_are_readable_by_their_owner_only(ledger: ErasureLedger) -> None:
+    ledger.record_started(USER, AT)
+    assert stat.S_IMODE(ledger.root.stat().st_mode) == 0o700
+    for path in ledger.root.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_an_account_is_erased_from_the_moment_its_erasure_starts(ledger: ErasureLedger) -> None:
+    assert not ledger.is_erased(USER)
+    ledger.record_started(USER, AT)
+    assert ledger.is_erased(USER)
+    entry = ledger.entry(USER)
+    assert entry is not None and entry.passes == 0 and not entry.completed
+
+
+def test_another_process_sees_an_erasure_at_once(tmp_path: Path, ledger: ErasureLedger) -> None:
+    reader = ErasureLedger(ledger.root, LEDGER_KEY)
+    assert not reader.is_erased(USER)
+    ledger.record_started(USER, AT)
+    assert reader.is_erased(USER)
+
+
+def test_the_second_pass_completes_the_entry_and_repeats_change_nothing(ledger: ErasureLedger) -> None:
+    ledger.record_started(USER, AT)
+    assert ledger.record_pass(USER, 1, AT).passes == 1
+    done = ledger.record_pass(USER, 2, AT)
+    assert done.completed and done.completed_at == AT
+    later = datetime(2026, 6, 1, tzinfo=UTC)
+    assert ledger.record_pass(USER, 2, later) == done
+    assert ledger.record_pass(USER, 1, later) == done
+    assert ledger.record_started(USER, later) == ledger.ledger_id(USER)
+    assert ledger.entry(USER) == done
+
+
+def test_the_landing_filter_drops_erased_accounts_only(ledger: ErasureLedger) -> None:
+    drop = erased_filter(ledger)
+    ledger.record_started(USER, AT)
+    assert drop(USER) is True
+    assert drop("someone-else") is False
+    assert drop(None) is False
+    assert drop("") is False
+
+
+def test_an_empty_ledger_key_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="key"):
+        ErasureLedger(tmp_path, SecretStr(""))
+
+
+def test_the_ledgers_repr_shows_no_key(ledger: ErasureLedger) -> None:
+    assert LEDGER_KEY.get_secret_value() not in repr(ledger)

@@ -1,0 +1,102 @@
+"""Two passes through the store's own queue: pass two is the same body re-enqueued with DelaySeconds and
+the ErasurePass message attribute (never an extra body field), it catches what landed between the passes,
+and any failed step is redelivered by SQS harmlessly until the ACK goes out."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
+
+from devstack.fake_array import FakeArrayServer
+from processors.erasure import PASS_ATTRIBUTE
+from schema.erasure import AckResponse
+from schema.table import user_pk
+
+
+def _items(dynamodb: Any, table: Any, user: str) -> list[dict[str, Any]]:
+    return dynamodb.query(
+        TableName=table.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": user_pk(user)}},
+        ConsistentRead=True,
+    )["Items"]
+
+
+def test_pass_two_is_the_same_body_with_the_pass_attribute_and_the_delay(make_stack: Any) -> None:
+    stack: Stack = make_stack(pass_two_delay_seconds=2)
+    request = erase(f"user-{uuid.uuid4().hex[:8]}")
+    stack.publish(request)
+    stack.drive(lambda: stack.worker.stats.pass_one == 1)
+    assert stack.responses.collect() == []  # no ACK after the first pass
+    immediately = stack.sqs.receive_message(QueueUrl=stack.channel.queue_url, WaitTimeSeconds=0)
+    assert not immediately.get("Messages")  # delayed
+    time.sleep(2.2)
+    copy = stack.sqs.receive_message(
+        QueueUrl=stack.channel.queue_url, WaitTimeSeconds=2, MessageAttributeNames=["All"]
+    )["Messages"][0]
+    assert copy["Body"] == body_of(request)
+    assert copy["MessageAttributes"] == {PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": "2"}}
+
+
+def test_pass_two_catches_a_row_written_between_the_passes(
+    make_stack: Any, dynamodb: Any, table: Any, fake_array: FakeArrayServer
+) -> None:
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    dynamodb.put_item(TableName=table.table_name, Item=entitlement_item(user, "arr-first", "Active"))
+    fake_array.add_users(["arr-first"])
+    stack: Stack = make_stack(pass_two_delay_seconds=2)
+    request = erase(user)
+    stack.publish(request)
+    stack.drive(lambda: stack.worker.stats.pass_one == 1)
+    assert _items(dynamodb, table, user) == []
+    late = f"arr-late-{uuid.uuid4().hex[:6]}"
+    dynamodb.put_item(TableName=table.table_name, Item=entitlement_item(user, late, "Active"))
+    fake_array.add_users([late])
+    ack = stack.answer_to(request.request_id)
+    assert isinstance(ack, AckResponse) and ack.outcome == "DONE"
+    assert _items(dynamodb, table, user) == []
+    assert not fake_array.has_user(late)
+
+
+def test_a_failed_step_is_redelivered_and_answered_once_it_succeeds(
+    make_stack: Any, dynamodb: Any, table: Any, fake_array: FakeArrayServer
+) -> None:
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    dynamodb.put_item(TableName=table.table_name, Item=entitlement_item(user, "arr-down", "Active"))
+    fake_array.add_users(["arr-down"])
+    fake_array.set_faults(error_rate=1.0)
+    stack: Stack = make_stack(handler_timeout_seconds=0.5, batch_timeout_seconds=0.5)
+    request = erase(user)
+    stack.publish(request)
+    stack.drive(lambda: stack.worker.stats.failed >= 1)
+    assert len(_items(dynamodb, table, user)) == 1  # the map to the Array account is kept
+    fake_array.clear_faults()
+    ack = stack.answer_to(request.request_id)
+    assert isinstance(ack, AckResponse) and ack.outcome == "DONE"
+    assert _items(dynamodb, table, user) == [] and not fake_array.has_user("arr-down")
+    assert len(stack.responses.for_request(request.request_id)) == 1  # one ACK only
+
+
+def test_a_second_broadcast_of_a_completed_erasure_is_answered_done_again(make_stack: Any) -> None:
+    stack: Stack = make_stack()
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    first, second = erase(user, send_no=1), erase(user, send_no=2)
+    stack.publish(first)
+    assert stack.answer_to(first.request_id).outcome == "DONE"
+    stack.publish(second.model_copy(update={"request_id": first.request_id}))
+    again = stack.answer_to(first.request_id)
+    assert (again.outcome, again.send_no) == ("DONE", 2)
+
+
+def test_a_message_with_a_foreign_pass_attribute_is_refused(make_stack: Any) -> None:
+    stack: Stack = make_stack()
+    stack.sqs.send_message(
+        QueueUrl=stack.channel.queue_url,
+        MessageBody=body_of(erase("someone")),
+        MessageAttributes={PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": "7"}},
+    )
+    stack.drive(lambda: stack.worker.stats.refused >= 1)
+    assert stack.responses.collect() == []
