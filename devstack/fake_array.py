@@ -140,6 +140,8 @@ class FakeArrayServer:
         self._credentials_until: float | None = None
         self._credentials_calls: int | None = None
         self._credentials_status = 401
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -269,11 +271,19 @@ class FakeArrayServer:
                 "by_fault": dict(sorted(Counter(c.fault or "none" for c in self._calls).items())),
                 "deleted": len(self._deleted),
                 "users": len(self._users),
+                "max_in_flight": self._max_in_flight,
             }
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most delete calls this server held at the same time."""
+        with self._lock:
+            return self._max_in_flight
 
     def reset_calls(self) -> None:
         with self._lock:
             self._calls.clear()
+            self._max_in_flight = 0
 
     # ---- HTTP ------------------------------------------------------------------------------------
 
@@ -282,7 +292,14 @@ class FakeArrayServer:
         if request.path.startswith(ADMIN_PREFIX):
             response = self._admin(request)
         elif request.path == DELETE_USER_PATH:
-            response = self._delete_user(request)
+            with self._lock:
+                self._in_flight += 1
+                self._max_in_flight = max(self._max_in_flight, self._in_flight)
+            try:
+                response = self._delete_user(request)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
         else:
             response = _json(404, {"error": "not_found"})
         result: Iterable[bytes] = response(environ, start_response)

@@ -24,8 +24,8 @@ from pipeline.events import CleanupExpired, StreamEvent
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._errors import RetryQueueError
-from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
-from processors.cleanup._retry_queue import park_work
+from processors.cleanup._procedure import CleanupProcedure, CredentialGate, make_outcome
+from processors.cleanup._retry_queue import park_many
 from processors.cleanup._work import CleanupWork, is_cleanup_expiry, work_from_event
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink, outcome_id
 
@@ -39,6 +39,7 @@ class FlushTiming:
     """One flush, in `time.monotonic()` seconds: the recorded evidence of how long the shard was held."""
 
     started: float
+    attempts_done: float  # every attempt returned; parking follows
     finished: float
     cleanups: int
     parked: int
@@ -153,28 +154,56 @@ class CleanupHandler:
         started = self._monotonic()
         array_deadline = started + self._budget - self._reserve
         gate = CredentialGate()
-        unfinished: list[CleanupWork] = []
-        parked = 0
+        to_park: list[tuple[CleanupWork, str]] = []
         with ThreadPoolExecutor(
             max_workers=min(self._concurrency, len(pending)), thread_name_prefix="cleanup"
         ) as pool:
-            futures = {pool.submit(self._run_one, work, array_deadline, gate): work for work in pending}
+            futures = {
+                pool.submit(self._procedure.attempt, work, deadline=array_deadline, gate=gate): work
+                for work in pending
+            }
             for future in as_completed(futures):
-                work = futures[future]
-                outcomes, was_parked, park_failed = future.result()
-                for outcome in outcomes:
+                result = future.result()
+                for outcome in result.outcomes:
                     self._sink.add_outcome(outcome)
-                if park_failed:
-                    unfinished.append(work)
-                    continue
-                parked += was_parked
+                if result.park_reason is not None:
+                    to_park.append((futures[future], result.park_reason))
+
+        attempts_done = self._monotonic()
+        # Parking is batched (ten to a call), after the workers: a batch cut short by the budget parks
+        # its untried rest in a few calls rather than one call each.
+        codes = park_many(
+            self._sqs,
+            self._queue_url,
+            [
+                (work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}), 0)
+                for work, reason in to_park
+            ],
+        )
+        unfinished: list[CleanupWork] = []
+        for (work, reason), code in zip(to_park, codes, strict=True):
+            if code is None:
+                self._sink.add_outcome(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, reason))
+            else:
+                unfinished.append(work)
+        if unfinished:
+            logger.warning(
+                "could not park %d cleanup(s): %s", len(unfinished), sorted(set(filter(None, codes)))
+            )
+        parked = len(to_park) - len(unfinished)
         finished = self._monotonic()
         with self._lock:
             # Work added while flushing (not expected: the consumer is single-threaded) stays pending.
             done = {id(work) for work in pending} - {id(work) for work in unfinished}
             self._pending = [work for work in self._pending if id(work) not in done]
             self._timings.append(
-                FlushTiming(started=started, finished=finished, cleanups=len(pending), parked=parked)
+                FlushTiming(
+                    started=started,
+                    attempts_done=attempts_done,
+                    finished=finished,
+                    cleanups=len(pending),
+                    parked=parked,
+                )
             )
         self.stats.finished += len(pending) - len(unfinished)
         self.stats.parked += parked
@@ -188,21 +217,3 @@ class CleanupHandler:
         )
         if unfinished:
             raise RetryQueueError(f"{len(unfinished)}_unparked", context=unfinished[0].context)
-
-    def _run_one(
-        self, work: CleanupWork, deadline: float, gate: CredentialGate
-    ) -> tuple[list[OutcomeEvent], bool, bool]:
-        """(outcomes, parked, park failed)."""
-        result: AttemptResult = self._procedure.attempt(work, deadline=deadline, gate=gate)
-        if result.park_reason is None:
-            return result.outcomes, False, False
-        parked_work = work.model_copy(update={"attempt": work.attempt + 1, "park_reason": result.park_reason})
-        try:
-            park_work(self._sqs, self._queue_url, parked_work)
-        except RetryQueueError as failed:
-            logger.warning("could not park a cleanup: %s", failed.code)
-            return result.outcomes, False, True
-        result.outcomes.append(
-            make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, result.park_reason)
-        )
-        return result.outcomes, True, False

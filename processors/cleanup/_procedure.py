@@ -107,10 +107,9 @@ class CleanupProcedure:
         if deadline is not None and self._monotonic() >= deadline:
             result.park_reason = "budget"
             return result
-        if gate is not None and gate.code is not None:
+        if gate is not None and gate.code is not None:  # Array refuses our credentials: ask nobody
             result.park_reason = gate.code
             return result
-
         try:
             rows = find_rows_for_account(self._dynamodb, self._table_name, work.array_account_id)
         except GuardUnavailableError as failed:
@@ -118,6 +117,9 @@ class CleanupProcedure:
             return result
         if any(row.is_active for row in rows):
             result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "active_row"))
+            return result
+        if gate is not None and gate.code is not None:  # tripped while the guard read GSI1
+            result.park_reason = gate.code
             return result
 
         final = self._delete(work, deadline, gate, result)

@@ -14,10 +14,12 @@ __all__ = [
     "RetryQueues",
     "SqsAdminClient",
     "ensure_retry_queues",
+    "park_many",
     "park_work",
 ]
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +33,7 @@ DEFAULT_RETRY_QUEUE_NAME = "entitlements-cleanup-retry"
 DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
 RETENTION_SECONDS = 14 * 24 * 3600  # 1,209,600: SQS's maximum
 MAX_DELAY_SECONDS = 900  # SQS's maximum DelaySeconds
+_SQS_MAX_BATCH = 10
 
 
 class SqsAdminClient(Protocol):
@@ -89,18 +92,42 @@ def ensure_retry_queues(
     return RetryQueues(queue_url=queue_url, queue_arn=queue_arn, dlq_url=dlq_url, dlq_arn=dlq_arn)
 
 
+def _code(failed: Exception) -> str:
+    if isinstance(failed, ClientError):
+        return str(failed.response.get("Error", {}).get("Code") or "ClientError")
+    return type(failed).__name__
+
+
+def _delay(seconds: int) -> int:
+    return max(0, min(MAX_DELAY_SECONDS, seconds))
+
+
 def park_work(sqs: SqsClient, queue_url: str, work: CleanupWork, *, delay_seconds: int = 0) -> None:
     """Put the work on the retry queue. Raises `RetryQueueError` if SQS did not take it."""
     try:
         sqs.send_message(
-            QueueUrl=queue_url,
-            MessageBody=work.model_dump_json(),
-            DelaySeconds=max(0, min(MAX_DELAY_SECONDS, delay_seconds)),
+            QueueUrl=queue_url, MessageBody=work.model_dump_json(), DelaySeconds=_delay(delay_seconds)
         )
     except (ClientError, BotoCoreError) as failed:
-        code = (
-            str(failed.response.get("Error", {}).get("Code") or "ClientError")
-            if isinstance(failed, ClientError)
-            else type(failed).__name__
-        )
-        raise RetryQueueError(code, context=work.context) from None
+        raise RetryQueueError(_code(failed), context=work.context) from None
+
+
+def park_many(sqs: SqsClient, queue_url: str, works: Sequence[tuple[CleanupWork, int]]) -> list[str | None]:
+    """Park many (work, delay seconds) pairs, ten to a SendMessageBatch call. Returns, per pair in order,
+    None when SQS took it or a short error code when it did not."""
+    results: list[str | None] = [None] * len(works)
+    for start in range(0, len(works), _SQS_MAX_BATCH):
+        chunk = works[start : start + _SQS_MAX_BATCH]
+        entries = [
+            {"Id": str(index), "MessageBody": work.model_dump_json(), "DelaySeconds": _delay(delay)}
+            for index, (work, delay) in enumerate(chunk)
+        ]
+        try:
+            response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        except (ClientError, BotoCoreError) as failed:
+            for index in range(len(chunk)):
+                results[start + index] = _code(failed)
+            continue
+        for failure in response.get("Failed", []):
+            results[start + int(failure["Id"])] = str(failure.get("Code") or "Failed")
+    return results

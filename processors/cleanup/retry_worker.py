@@ -29,9 +29,8 @@ from pydantic import ValidationError
 from pipeline.clock import Clock
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
-from processors.cleanup._errors import RetryQueueError
-from processors.cleanup._procedure import CleanupProcedure, CredentialGate, make_outcome
-from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_work
+from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
+from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many
 from processors.cleanup._work import CleanupWork
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
 
@@ -75,6 +74,7 @@ class RetryWorker:
         retry_budget_seconds: float = 20.0,
         repark_base_delay_seconds: int = 30,
         wait_time_seconds: int = 1,
+        messages_per_pass: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if concurrency < 1:
@@ -88,6 +88,9 @@ class RetryWorker:
         self._budget = retry_budget_seconds
         self._repark_base = max(0, repark_base_delay_seconds)
         self._wait_time = max(0, min(20, wait_time_seconds))
+        self._per_pass = messages_per_pass or concurrency * 2
+        if self._per_pass < 1:
+            raise ValueError("messages_per_pass must be at least 1")
         self._monotonic = monotonic
         self._procedure = CleanupProcedure(
             dynamodb=dynamodb, array=array, table_name=table_name, clock=clock, monotonic=monotonic
@@ -100,11 +103,12 @@ class RetryWorker:
         return int(min(MAX_DELAY_SECONDS, self._repark_base * 2 ** max(0, min(attempt - 1, 10))))
 
     def run_once(self) -> RetryPass:
-        """Receive up to `concurrency` messages (in SQS batches of 10), process them concurrently."""
+        """Receive up to `messages_per_pass` messages (in SQS batches of 10), process them concurrently
+        (at most `concurrency` at a time) under one time budget, then record and acknowledge them."""
         messages: list[dict[str, Any]] = []
         wait = self._wait_time
-        while len(messages) < self._concurrency:
-            batch = self._receive(min(_SQS_MAX_BATCH, self._concurrency - len(messages)), wait)
+        while len(messages) < self._per_pass:
+            batch = self._receive(min(_SQS_MAX_BATCH, self._per_pass - len(messages)), wait)
             if not batch:
                 break
             messages.extend(batch)
@@ -122,30 +126,50 @@ class RetryWorker:
         if malformed:
             logger.warning("retry queue: %d unreadable message(s) left for the dead-letter queue", malformed)
 
-        deadline = self._monotonic() + self._budget
+        # As in the stream handler, part of the budget is kept back for re-parking and marking.
+        deadline = self._monotonic() + self._budget - min(2.0, self._budget * 0.2)
         gate = CredentialGate()
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(parsed) or 1)) as pool:
+            results = list(pool.map(lambda pair: self._attempt(pair[1], deadline, gate), parsed))
+
         outcomes: list[OutcomeEvent] = []
         done: list[dict[str, Any]] = []
-        finished = reparked = kept = 0
-        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(parsed) or 1)) as pool:
-            results = list(pool.map(lambda pair: self._process(pair[1], deadline, gate), parsed))
-        for (message, _work), (work_outcomes, state) in zip(parsed, results, strict=True):
-            outcomes.extend(work_outcomes)
-            if state == "kept":
-                kept += 1
-                continue
-            done.append(message)
-            if state == "reparked":
+        to_repark: list[tuple[dict[str, Any], CleanupWork, str]] = []
+        finished = 0
+        for (message, _work), (work, result) in zip(parsed, results, strict=True):
+            outcomes.extend(result.outcomes)
+            if result.park_reason is None:
+                done.append(message)
+                finished += 1
+            else:
+                to_repark.append((message, work, result.park_reason))
+        codes = park_many(
+            self._sqs,
+            self._queue_url,
+            [
+                (
+                    work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}),
+                    self.repark_delay(work.attempt),
+                )
+                for _message, work, reason in to_repark
+            ],
+        )
+        reparked = kept = 0
+        for (message, work, reason), code in zip(to_repark, codes, strict=True):
+            if code is None:
+                outcomes.append(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, reason))
+                done.append(message)
                 reparked += 1
             else:
-                finished += 1
+                kept += 1  # left on the queue: visible again after its visibility timeout
+        if kept:
+            logger.warning("retry worker: could not re-park %d cleanup(s)", kept)
 
         for outcome in outcomes:
             self._sink.add_outcome(outcome)
         if self._flush_outcomes is not None:
             self._flush_outcomes()
-        for message in done:
-            self._delete(message)
+        self._delete(done)
         return RetryPass(
             received=len(messages), finished=finished, reparked=reparked, malformed=malformed, kept=kept
         )
@@ -208,29 +232,31 @@ class RetryWorker:
         )
         return list(response.get("Messages", []))
 
-    def _delete(self, message: dict[str, Any]) -> None:
-        try:
-            self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"])
-        except (ClientError, BotoCoreError) as failed:
-            # Redelivered later and redone safely (a repeat delete answers 404).
-            logger.warning("could not delete a retry message: %s", type(failed).__name__)
+    def _delete(self, messages: list[dict[str, Any]]) -> None:
+        """Acknowledge handled messages, ten to a call. One left behind is redelivered and redone safely
+        (a repeat delete answers 404)."""
+        for start in range(0, len(messages), _SQS_MAX_BATCH):
+            chunk = messages[start : start + _SQS_MAX_BATCH]
+            try:
+                response = self._sqs.delete_message_batch(
+                    QueueUrl=self._queue_url,
+                    Entries=[
+                        {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
+                        for index, message in enumerate(chunk)
+                    ],
+                )
+            except (ClientError, BotoCoreError) as failed:
+                logger.warning("could not acknowledge retry messages: %s", type(failed).__name__)
+                continue
+            if response.get("Failed"):
+                logger.warning("could not acknowledge %d retry message(s)", len(response["Failed"]))
 
-    def _process(
+    def _attempt(
         self, work: CleanupWork, deadline: float, gate: CredentialGate
-    ) -> tuple[list[OutcomeEvent], str]:
-        """(outcomes, "finished" | "reparked" | "kept")."""
-        attempt_no = max(1, work.attempt)
-        work = work.model_copy(update={"attempt": attempt_no})
-        outcomes = [make_outcome(self._clock, work, OutcomeKind.CLEANUP_RETRIED, work.park_reason)]
+    ) -> tuple[CleanupWork, AttemptResult]:
+        """Record the retry, then run the procedure as attempt `work.attempt` (at least 1)."""
+        work = work.model_copy(update={"attempt": max(1, work.attempt)})
+        retried = make_outcome(self._clock, work, OutcomeKind.CLEANUP_RETRIED, work.park_reason)
         result = self._procedure.attempt(work, deadline=deadline, gate=gate)
-        outcomes.extend(result.outcomes)
-        if result.park_reason is None:
-            return outcomes, "finished"
-        next_work = work.model_copy(update={"attempt": attempt_no + 1, "park_reason": result.park_reason})
-        try:
-            park_work(self._sqs, self._queue_url, next_work, delay_seconds=self.repark_delay(attempt_no))
-        except RetryQueueError as failed:
-            logger.warning("could not re-park a cleanup: %s", failed.code)
-            return outcomes, "kept"
-        outcomes.append(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, result.park_reason))
-        return outcomes, "reparked"
+        result.outcomes.insert(0, retried)
+        return work, result

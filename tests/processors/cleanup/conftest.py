@@ -1,0 +1,187 @@
+"""Fixtures for the cleanup processor's tests: a fake Array, a moto-backed table and retry queues,
+events built directly, an in-memory outcome sink and a fixed clock."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
+
+from config import ArraySettings
+from devstack.fake_array import FakeArrayServer
+from pipeline.events import CleanupExpired
+from processors.cleanup import HttpArrayClient, RetryQueues, ensure_retry_queues
+from schema.table import entitlement_key, gsi1_key
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock()
+
+
+@pytest.fixture
+def sink() -> ListSink:
+    return ListSink()
+
+
+@pytest.fixture
+def fake_array() -> Iterator[FakeArrayServer]:
+    server = FakeArrayServer(host="127.0.0.1", port=0).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def array_settings(fake_array: FakeArrayServer) -> ArraySettings:
+    return ArraySettings(
+        base_url=fake_array.url, timeout_seconds=0.5, max_attempts=3, retry_budget_seconds=3.0, concurrency=4
+    )
+
+
+@pytest.fixture
+def array_client(array_settings: ArraySettings) -> Iterator[HttpArrayClient]:
+    client = HttpArrayClient(array_settings, backoff_base_seconds=0.01, backoff_max_seconds=0.05)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def dynamodb(moto_endpoint: str) -> Any:
+    return boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="eu-west-1")
+
+
+@pytest.fixture(scope="session")
+def sqs(moto_endpoint: str) -> Any:
+    return boto3.client("sqs", endpoint_url=moto_endpoint, region_name="eu-west-1")
+
+
+@pytest.fixture
+def table(dynamodb: Any) -> str:
+    """A fresh entitlements-shaped table: pk/sk, GSI1 on gsi1pk/gsi1sk (all attributes), a stream."""
+    name = f"entitlements-{uuid.uuid4().hex[:12]}"
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "gsi1pk", "gsi1sk")
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "GSI1",
+                "KeySchema": [
+                    {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                    {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    return name
+
+
+@pytest.fixture
+def retry_queues(sqs: Any) -> RetryQueues:
+    return ensure_retry_queues(
+        sqs, f"cleanup-retry-{uuid.uuid4().hex[:12]}", visibility_timeout_seconds=30, max_receive_count=5
+    )
+
+
+def _row_item(user_id: str, account: str, status: str) -> dict[str, Any]:
+    item = {
+        **entitlement_key(user_id, account),
+        **gsi1_key(account),
+        "userId": user_id,
+        "arrayAccountId": account,
+        "status": status,
+        "createdAt": "2026-01-01T00:00:00+00:00",
+        "updatedAt": "2026-01-01T00:00:00+00:00",
+    }
+    return {name: {"S": value} for name, value in item.items()}
+
+
+@pytest.fixture
+def put_row(dynamodb: Any, table: str) -> Callable[[str, str, str], None]:
+    def put(user_id: str, account: str, status: str) -> None:
+        dynamodb.put_item(TableName=table, Item=_row_item(user_id, account, status))
+
+    return put
+
+
+@pytest.fixture
+def put_rows(dynamodb: Any, table: str) -> Callable[[list[tuple[str, str, str]]], None]:
+    def put(rows: list[tuple[str, str, str]]) -> None:
+        for start in range(0, len(rows), 25):
+            dynamodb.batch_write_item(
+                RequestItems={
+                    table: [{"PutRequest": {"Item": _row_item(*row)}} for row in rows[start : start + 25]]
+                }
+            )
+
+    return put
+
+
+@pytest.fixture
+def get_row(dynamodb: Any, table: str) -> Callable[[str, str], dict[str, str] | None]:
+    def get(user_id: str, account: str) -> dict[str, str] | None:
+        item = dynamodb.get_item(
+            TableName=table, Key={k: {"S": v} for k, v in entitlement_key(user_id, account).items()}
+        ).get("Item")
+        if item is None:
+            return None
+        return {name: value["S"] for name, value in item.items() if "S" in value}
+
+    return get
+
+
+@pytest.fixture
+def expiry() -> Callable[..., CleanupExpired]:
+    return make_expiry
+
+
+@pytest.fixture
+def drain_queue(sqs: Any) -> Callable[[str], list[dict[str, Any]]]:
+    def drain(queue_url: str) -> list[dict[str, Any]]:
+        return receive_all(sqs, queue_url)
+
+    return drain
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """moto in its own process for the cleanup tests: the fault test's thousand cleanups would otherwise
+    share one interpreter lock with the client threads and the fake Array."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield endpoint
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

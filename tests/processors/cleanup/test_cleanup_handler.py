@@ -1,0 +1,553 @@
+"""The cleanup handler against moto (table, GSI1, SQS) and the fake Array over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
+
+from devstack.fake_array import FakeArrayServer
+from pipeline.events import (
+    ChangeKind,
+    CleanupCancelled,
+    CleanupScheduled,
+    EntitlementCreated,
+    EntitlementRemoved,
+    EntitlementStatusChanged,
+    StreamEvent,
+)
+from pipeline.handlers import Handler
+from processors.cleanup import (
+    ArrayRequestRejected,
+    ArrayTransientError,
+    CleanupHandler,
+    HttpArrayClient,
+    RetryQueueError,
+    RetryQueues,
+)
+from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
+from schema.table import EntitlementRow, ItemKind
+
+K = OutcomeKind
+
+
+@pytest.fixture
+def make_handler(
+    dynamodb: Any,
+    sqs: Any,
+    table: str,
+    retry_queues: RetryQueues,
+    array_client: HttpArrayClient,
+    sink: ListSink,
+    clock: FixedClock,
+) -> Callable[..., CleanupHandler]:
+    def make(**overrides: Any) -> CleanupHandler:
+        arguments: dict[str, Any] = {
+            "dynamodb": dynamodb,
+            "sqs": sqs,
+            "array": array_client,
+            "table_name": table,
+            "retry_queue_url": retry_queues.queue_url,
+            "sink": sink,
+            "clock": clock,
+            "concurrency": 4,
+            "retry_budget_seconds": 3.0,
+        }
+        arguments.update(overrides)
+        return CleanupHandler(**arguments)
+
+    return make
+
+
+def _run(handler: CleanupHandler, *events: StreamEvent) -> None:
+    for event in events:
+        handler.add(event)
+    handler.flush()
+
+
+def _parked(sqs: Any, queues: RetryQueues, drain_queue: Callable[[str], list[dict[str, Any]]]) -> list[Any]:
+    return [json.loads(m["Body"]) for m in drain_queue(queues.queue_url)]
+
+
+def _entitlement_row(user: str, account: str, status: str) -> EntitlementRow:
+    return EntitlementRow(
+        pk=f"USER#{user}", sk=f"ENTITLEMENT#{account}", userId=user, arrayAccountId=account, status=status
+    )
+
+
+def _other_events(user: str, account: str) -> list[StreamEvent]:
+    """Every event that must never delete an account: a service delete of a cleanup record, an entitlement
+    REMOVE, an INSERT and a MODIFY."""
+    expired = make_expiry(user, account, ItemKind.CANCELLATION)
+    base = expired.model_dump(exclude={"event_type", "ttl_deletion", "old_item", "new_item"})
+    record = expired.old_item
+    assert record is not None
+    row = _entitlement_row(user, account, "Cancelled")
+    return [
+        CleanupCancelled(**base, old_item=record),
+        EntitlementRemoved(**{**base, "item_kind": ItemKind.ENTITLEMENT}, old_item=row),
+        CleanupScheduled(**{**base, "change": ChangeKind.INSERT}, new_item=record),
+        EntitlementCreated(
+            **{**base, "change": ChangeKind.INSERT, "item_kind": ItemKind.ENTITLEMENT},
+            new_item=_entitlement_row(user, account, "Active"),
+        ),
+        EntitlementStatusChanged(
+            **{**base, "change": ChangeKind.MODIFY, "item_kind": ItemKind.ENTITLEMENT},
+            old_item=_entitlement_row(user, account, "Active"),
+            new_item=row,
+            from_status="Active",
+            to_status="Cancelled",
+        ),
+    ]
+
+
+def test_the_handler_satisfies_the_pipeline_handler_contract(
+    make_handler: Callable[..., CleanupHandler],
+) -> None:
+    handler = make_handler()
+    assert isinstance(handler, Handler)
+    assert handler.name == "cleanup"
+
+
+@pytest.mark.parametrize(
+    "index", range(5), ids=["service-delete", "row-remove", "insert", "modify", "row-insert"]
+)
+def test_no_event_other_than_a_ttl_removal_of_a_cleanup_record_deletes_an_account(
+    index: int,
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    _run(make_handler(), _other_events("u1", "acct-1")[index])
+    assert fake_array.calls() == []
+    assert fake_array.has_user("acct-1")
+    assert sink.outcomes == []
+
+
+def test_a_ttl_removal_of_a_cleanup_record_deletes_its_account_and_marks_the_row_removed(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    _run(make_handler(), make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    assert fake_array.deleted_users() == ["acct-1"]
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_ROW_MARKED]
+    row = get_row("u1", "acct-1")
+    assert row is not None
+    assert row["status"] == "Removed"
+    assert row["updatedAt"] == NOW.isoformat()
+
+
+def test_the_account_the_record_names_is_deleted_never_the_users_current_one(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+) -> None:
+    fake_array.add_users(["acct-old", "acct-new"])
+    put_row("u1", "acct-old", "Superseded")
+    put_row("u1", "acct-new", "Active")
+    _run(make_handler(), make_expiry("u1", "acct-old", ItemKind.STALE))
+    assert fake_array.deleted_users() == ["acct-old"]
+    assert fake_array.calls_for("acct-new") == []
+    assert (get_row("u1", "acct-old") or {})["status"] == "Removed"
+    assert (get_row("u1", "acct-new") or {})["status"] == "Active"
+
+
+def test_a_404_from_array_is_success_and_the_row_is_still_marked(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    put_row("u1", "acct-gone", "Superseded")  # never registered at the fake Array: it answers 404
+    _run(make_handler(), make_expiry("u1", "acct-gone"))
+    assert [c.status for c in fake_array.calls()] == [404]
+    assert sink.kinds() == [K.CLEANUP_ALREADY_DELETED, K.CLEANUP_ROW_MARKED]
+    assert sink.outcomes[0].detail == "404"
+    assert (get_row("u1", "acct-gone") or {})["status"] == "Removed"
+    assert _parked(sqs, retry_queues, drain_queue) == []
+
+
+def test_a_replayed_expiry_is_safe_the_repeat_delete_answers_404(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    event = make_expiry("u1", "acct-1")
+    handler = make_handler()
+    _run(handler, event)
+    _run(handler, event)
+    assert [c.status for c in fake_array.calls()] == [200, 404]
+    assert sink.kinds() == [
+        K.CLEANUP_DELETED,
+        K.CLEANUP_ROW_MARKED,
+        K.CLEANUP_ALREADY_DELETED,
+        K.CLEANUP_ROW_MARKED,
+    ]
+    assert sink.outcomes[-1].detail == "already_removed"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_credential_parks_the_cleanup_and_touches_no_row(
+    status: int,
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    fake_array.expire_credentials(status=status)
+    put_row("u1", "acct-1", "Cancelled")
+    event = make_expiry("u1", "acct-1", ItemKind.CANCELLATION)
+    _run(make_handler(), event)
+    assert fake_array.has_user("acct-1")
+    assert sink.kinds() == [K.CLEANUP_PARKED]
+    assert sink.outcomes[0].detail == str(status)
+    assert (get_row("u1", "acct-1") or {})["status"] == "Cancelled"
+    [parked] = _parked(sqs, retry_queues, drain_queue)
+    assert parked["array_account_id"] == "acct-1"
+    assert parked["source_event_id"] == event.event_id
+    assert parked["attempt"] == 1
+    assert parked["park_reason"] == str(status)
+
+
+def test_after_one_credential_refusal_the_rest_of_the_batch_parks_without_calling_array(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+    sink: ListSink,
+) -> None:
+    accounts = [f"acct-{i}" for i in range(20)]
+    fake_array.add_users(accounts)
+    put_rows([(f"u{i}", a, "Superseded") for i, a in enumerate(accounts)])
+    fake_array.expire_credentials()
+    _run(make_handler(concurrency=2), *(make_expiry(f"u{i}", a) for i, a in enumerate(accounts)))
+    assert sink.kinds().count(K.CLEANUP_PARKED) == 20
+    assert len(fake_array.calls()) <= 2  # only the calls already in flight when the first refusal came
+
+
+def test_any_other_4xx_is_a_terminal_failure_recorded_and_not_parked(
+    make_handler: Callable[..., CleanupHandler],
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    class Rejecting:
+        def delete_user(self, array_user_id: str, *, deadline: float | None = None) -> None:
+            raise ArrayRequestRejected(422)
+
+    put_row("u1", "acct-1", "Superseded")
+    _run(make_handler(array=Rejecting()), make_expiry("u1", "acct-1"))
+    assert sink.kinds() == [K.CLEANUP_FAILED]
+    assert sink.outcomes[0].detail == "422"
+    assert (get_row("u1", "acct-1") or {})["status"] == "Superseded"
+    assert _parked(sqs, retry_queues, drain_queue) == []
+
+
+def test_transient_failures_past_the_budget_are_parked_not_lost(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    fake_array.set_faults(error_rate=1.0)
+    put_row("u1", "acct-1", "Superseded")
+    _run(make_handler(), make_expiry("u1", "acct-1"))
+    assert len(fake_array.calls()) == 3  # ArraySettings.max_attempts
+    assert sink.kinds() == [K.CLEANUP_PARKED]
+    assert sink.outcomes[0].detail in {"500", "502", "503"}
+    assert len(_parked(sqs, retry_queues, drain_queue)) == 1
+
+
+def test_the_guard_refuses_to_delete_an_account_an_active_row_names(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+) -> None:
+    # A reactivation whose delete of the cancellation record failed: the row is Active again and the
+    # cancellation record, left behind, expires.
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Active")
+    _run(make_handler(), make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    assert fake_array.calls_for("acct-1") == []
+    assert fake_array.has_user("acct-1")
+    assert sink.kinds() == [K.CLEANUP_REFUSED_BY_GUARD]
+    assert sink.outcomes[0].kind in FINAL_CLEANUP_OUTCOMES
+    assert (get_row("u1", "acct-1") or {})["status"] == "Active"
+
+
+class _FailingQuery:
+    """A DynamoDB client whose GSI1 query fails."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def query(self, **kwargs: Any) -> Any:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "boom"}}, "Query")
+
+    def get_item(self, **kwargs: Any) -> Any:
+        return self._inner.get_item(**kwargs)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        return self._inner.update_item(**kwargs)
+
+
+def test_an_unreadable_gsi1_fails_closed_parks_and_never_deletes(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    _run(make_handler(dynamodb=_FailingQuery(dynamodb)), make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    assert fake_array.calls() == []
+    assert sink.kinds() == [K.CLEANUP_PARKED]
+    assert sink.outcomes[0].detail == "guard:InternalServerError"
+    assert (get_row("u1", "acct-1") or {})["status"] == "Cancelled"
+    assert len(_parked(sqs, retry_queues, drain_queue)) == 1
+
+
+class _RowChangesUnderfoot:
+    """Between the guard's read and the mark, the row stops naming the account (a relink)."""
+
+    def __init__(self, inner: Any, table: str) -> None:
+        self._inner = inner
+        self._table = table
+
+    def query(self, **kwargs: Any) -> Any:
+        page = self._inner.query(**kwargs)
+        for item in page.get("Items", []):
+            self._inner.update_item(
+                TableName=self._table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                UpdateExpression="SET arrayAccountId = :other",
+                ExpressionAttributeValues={":other": {"S": "acct-other"}},
+            )
+        return page
+
+    def get_item(self, **kwargs: Any) -> Any:
+        return self._inner.get_item(**kwargs)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        return self._inner.update_item(**kwargs)
+
+
+def test_the_mark_is_conditional_a_row_that_no_longer_names_the_account_is_left_and_recorded(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    table: str,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    _run(make_handler(dynamodb=_RowChangesUnderfoot(dynamodb, table)), make_expiry("u1", "acct-1"))
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED]
+    assert sink.outcomes[1].detail == "ConditionalCheckFailedException"
+    row = get_row("u1", "acct-1") or {}
+    assert row["status"] == "Superseded"
+    assert row["arrayAccountId"] == "acct-other"
+
+
+class _FailingUpdate(_FailingQuery):
+    def query(self, **kwargs: Any) -> Any:
+        return self._inner.query(**kwargs)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "UpdateItem")
+
+
+def test_a_failed_mark_is_recorded_the_row_left_as_it_was_and_not_retried_by_the_stream(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    handler = make_handler(dynamodb=_FailingUpdate(dynamodb))
+    _run(handler, make_expiry("u1", "acct-1"))  # returns: the stream moves on
+    assert fake_array.deleted_users() == ["acct-1"]
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED]
+    assert sink.outcomes[1].detail == "ProvisionedThroughputExceededException"
+    assert (get_row("u1", "acct-1") or {})["status"] == "Superseded"
+    assert _parked(sqs, retry_queues, drain_queue) == []
+    handler.flush()
+    assert len(fake_array.calls()) == 1  # nothing pending: the stream does not retry it
+
+
+def test_a_deleted_account_with_no_row_records_the_mark_failure(
+    make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer, sink: ListSink
+) -> None:
+    fake_array.add_users(["acct-1"])
+    _run(make_handler(), make_expiry("u1", "acct-1"))
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED]
+    assert sink.outcomes[1].detail == "row_not_found"
+
+
+def test_an_expiry_without_its_old_image_is_recorded_as_a_failure(
+    make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer, sink: ListSink
+) -> None:
+    event = make_expiry("u1", "acct-1").model_copy(update={"old_item": None})
+    _run(make_handler(), event)
+    assert fake_array.calls() == []
+    assert sink.kinds() == [K.CLEANUP_FAILED]
+    assert sink.outcomes[0].detail == "missing_old_image"
+
+
+def test_outcomes_name_their_source_event_and_use_the_clock_passed_in(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    event = make_expiry("u1", "acct-1")
+    _run(make_handler(), event)
+    for outcome in sink.outcomes:
+        assert outcome.occurred_at == NOW
+        assert outcome.user_id == "u1"
+        assert outcome.array_account_id == "acct-1"
+        assert outcome.source_event_id == event.event_id
+        assert outcome.source_shard_id == event.position.shard_id
+        assert outcome.source_sequence_number == event.position.sequence_number
+        assert outcome.attempt == 0
+    assert len({o.outcome_id for o in sink.outcomes}) == len(sink.outcomes)
+
+
+def test_cleanups_in_a_batch_run_concurrently_within_the_bound(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+    sink: ListSink,
+) -> None:
+    accounts = [f"acct-{i}" for i in range(24)]
+    fake_array.add_users(accounts)
+    put_rows([(f"u{i}", a, "Superseded") for i, a in enumerate(accounts)])
+    fake_array.set_faults(latency_seconds=0.1)
+    _run(make_handler(concurrency=3), *(make_expiry(f"u{i}", a) for i, a in enumerate(accounts)))
+    assert sorted(fake_array.deleted_users()) == sorted(accounts)
+    assert 1 < fake_array.max_in_flight <= 3
+
+
+class _SqsDown:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.down = threading.Event()
+        self.down.set()
+
+    def send_message_batch(self, **kwargs: Any) -> Any:
+        if self.down.is_set():
+            raise ClientError({"Error": {"Code": "ServiceUnavailable"}}, "SendMessageBatch")
+        return self.inner.send_message_batch(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_work_that_cannot_be_parked_stays_pending_and_flush_raises_retryable(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    array_client: HttpArrayClient,
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    class FailsOnce:
+        """Array is unavailable for acct-down the first time only."""
+
+        def __init__(self) -> None:
+            self.failed = False
+
+        def delete_user(self, array_user_id: str, *, deadline: float | None = None) -> None:
+            if array_user_id == "acct-down" and not self.failed:
+                self.failed = True
+                raise ArrayTransientError("503")
+            array_client.delete_user(array_user_id, deadline=deadline)
+
+    fake_array.add_users(["acct-ok", "acct-down"])
+    put_rows([("u1", "acct-ok", "Superseded"), ("u2", "acct-down", "Superseded")])
+    flaky = _SqsDown(sqs)
+    handler = make_handler(sqs=flaky, array=FailsOnce())
+    handler.add(make_expiry("u1", "acct-ok"))
+    handler.add(make_expiry("u2", "acct-down"))
+    with pytest.raises(RetryQueueError):
+        handler.flush()
+    assert handler.stats.park_failures == 1
+    assert fake_array.deleted_users() == ["acct-ok"]
+    flaky.down.clear()
+    handler.flush()  # the consumer's retry: only the unparked work runs again
+    assert [c.user_id for c in fake_array.calls()] == ["acct-ok", "acct-down"]
+    assert sorted(fake_array.deleted_users()) == ["acct-down", "acct-ok"]
+    assert drain_queue(retry_queues.queue_url) == []
+    assert sink.kinds("acct-ok") == [K.CLEANUP_DELETED, K.CLEANUP_ROW_MARKED]
+    assert sink.kinds("acct-down") == [K.CLEANUP_DELETED, K.CLEANUP_ROW_MARKED]
+
+
+def test_discard_pending_forgets_unflushed_work(
+    make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer
+) -> None:
+    handler = make_handler()
+    handler.add(make_expiry("u1", "acct-1"))
+    handler.discard_pending()
+    handler.flush()
+    assert fake_array.calls() == []
+
+
+def test_each_flush_is_recorded_with_its_timestamps(
+    make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer
+) -> None:
+    handler = make_handler()
+    _run(handler, make_expiry("u1", "acct-1"), make_expiry("u2", "acct-2"))
+    [timing] = handler.flush_timings
+    assert timing.cleanups == 2
+    assert timing.finished >= timing.started
