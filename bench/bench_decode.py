@@ -1,16 +1,23 @@
-"""Decoding throughput: stream record bytes in, validated typed event out (`pipeline.decode`).
+"""Decoding throughput: stream record bytes in, strict typed event out (`pipeline.decode`).
 
 The production path is `decode_record`, the function the KCL child calls on every record, measured on
 realistic entitlement MODIFY records in the adapter's JSON shape (relinks and status changes, distinct
-ids and tokens). Beside it, in the same run and on the same records:
+ids and tokens). These records take its fast path (`pipeline._fast_events`: every field checked in
+Python, instances built without pydantic's validator); before timing, the run checks that they give
+the same events with the fast path switched off. Beside it, in the same run and on the same records:
 
 - AWS Lambda Powertools' `DynamoDBStreamModel` on the same records in the raw (Lambda) shape, in
   batches of 100 as Lambda delivers them, with pydantic's own JSON parser or after `orjson.loads`,
   whichever is faster: Powertools at its best;
 - boto3's `TypeDeserializer` on the same records' images (after `orjson.loads`), untyped: decoding only;
 - a bare `orjson.loads` of the same bytes: the floor any Python decoder of these bytes stands on;
-- and, for the record, the floor of any design that returns pydantic-validated events: that parse
-  plus one validation of the finished event's fields, with no decoding or classification at all.
+- for the record, the floor of any design that runs pydantic's validator on each event: that parse
+  plus one validation of the finished event's fields, with no decoding or classification at all;
+- and the floor of any design in Python that hands out these events without the validator (as the
+  production path's fast path does, `pipeline._fast_events`): the parse, every attribute value
+  unwrapped (``av["S"]``, nothing checked) and the four instances (position, both items, event) given
+  their state as `model_construct` gives it, with no check and no classification at all. The
+  production path does all of that plus every check the strict models make.
 
 Targets (issue 2): at least 2.5x Powertools, and within 4x of the bare parse (records per second at
 least a quarter of it). The same run feeds a fixed set of invalid records through the production path
@@ -31,11 +38,21 @@ import orjson
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamModel
 from boto3.dynamodb.types import TypeDeserializer
 
+import pipeline.decode as decode_module
 from bench._report import Figure, best_of, print_figures
 from pipeline._attribute_values import encode_image
+from pipeline._fast_events import _instance
 from pipeline.decode import decode_record, decode_stream_record
 from pipeline.errors import DecodeError
-from pipeline.events import EntitlementStatusChanged, EntitlementUpdated, StreamEvent
+from pipeline.events import (
+    ChangeKind,
+    EntitlementStatusChanged,
+    EntitlementUpdated,
+    EventType,
+    StreamEvent,
+    StreamPosition,
+)
+from schema.table import EntitlementRow, ItemKind
 
 RECORDS = 2_000
 REPEATS = 15
@@ -151,6 +168,41 @@ def _invalid_records(valid: dict[str, Any]) -> list[bytes]:
     ]
 
 
+def _unchecked_event(data: bytes, sequence: str) -> StreamEvent:
+    """The least a Python design can do to hand out the event without pydantic's validator: parse,
+    unwrap every attribute value, set the four instances' state. Nothing is checked or classified."""
+    record = orjson.loads(data)
+    ddb = record["dynamodb"]
+    keys = {name: av["S"] for name, av in ddb["Keys"].items()}
+    new = {name: av["S"] for name, av in ddb["NewImage"].items()}
+    old = {name: av["S"] for name, av in ddb["OldImage"].items()}
+    position = {"stream_arn": STREAM_ARN, "shard_id": SHARD_ID, "sequence_number": sequence}
+    values = {
+        "schema_version": 1,
+        "event_type": EventType.ENTITLEMENT_UPDATED,
+        "event_id": record["eventID"],
+        "change": ChangeKind.MODIFY,
+        "position": _instance(StreamPosition, position, set(), None),
+        "created_at": datetime.fromtimestamp(ddb["ApproximateCreationDateTime"] / 1000, UTC),
+        "keys": keys,
+        "item_kind": ItemKind.ENTITLEMENT,
+        "user_id": new["userId"],
+        "ttl_deletion": False,
+        "old_item": _instance(EntitlementRow, old, set(), {}),
+        "new_item": _instance(EntitlementRow, new, set(), {}),
+    }
+    return _instance(EntitlementUpdated, values, set(), None)
+
+
+def _validated_events(production: Callable[[int], list[StreamEvent]], chunks: int) -> list[StreamEvent]:
+    """The production path's events with its fast path switched off: pydantic validates each."""
+    fast_event, decode_module._fast_event = decode_module._fast_event, decode_module._no_fast_path
+    try:
+        return [event for chunk in range(chunks) for event in production(chunk)]
+    finally:
+        decode_module._fast_event = fast_event
+
+
 def main() -> None:
     records = _modify_records(RECORDS)
     adapter_bytes = [orjson.dumps(record) for record in records]
@@ -212,6 +264,9 @@ def main() -> None:
             out.append(validate(fields))
         return out
 
+    def unchecked(chunk: int) -> list[Any]:
+        return [_unchecked_event(adapter_bytes[i], sequences[i]) for i in chunks[chunk]]
+
     def bare_orjson(chunk: int) -> list[Any]:
         return [orjson.loads(adapter_bytes[i]) for i in chunks[chunk]]
 
@@ -222,6 +277,7 @@ def main() -> None:
         "powertools_dict": powertools_dict,
         "boto3": boto3_images,
         "floor": floor,
+        "unchecked": unchecked,
         "orjson": bare_orjson,
     }
 
@@ -230,6 +286,9 @@ def main() -> None:
     assert set(kinds) <= {EntitlementUpdated, EntitlementStatusChanged}, "unexpected event types"
     raw_kinds = [type(event) for chunk in range(len(chunks)) for event in raw_path(chunk)]
     assert raw_kinds == kinds, "the two shapes disagree"
+    # The production path's fast path gives what pydantic's validator gives (switched off here).
+    events = [event for chunk in range(len(chunks)) for event in production(chunk)]
+    assert events == _validated_events(production, len(chunks)), "the fast path disagrees"
     assert sum(len(powertools_json(chunk).Records) for chunk in range(len(chunks))) == RECORDS
     assert all(isinstance(value, Decimal | str) for image in boto3_images(0)[0] for value in image.values())
 
@@ -254,7 +313,7 @@ def main() -> None:
             rejected += 1
 
     size = sum(len(data) for data in adapter_bytes) / len(adapter_bytes)
-    production_name = "decode_record (adapter bytes -> validated event)"
+    production_name = "decode_record (adapter bytes -> strict typed event)"
     print(
         f"\n{RECORDS} entitlement MODIFY records, {size:.0f} bytes each on average: "
         f"{kinds.count(EntitlementUpdated)} relinks, {kinds.count(EntitlementStatusChanged)} status changes"
@@ -297,6 +356,13 @@ def main() -> None:
             Figure(
                 "floor: orjson.loads + one validation of the finished event (no decoding at all)",
                 rate["floor"],
+                "records/s",
+                f"Powertools DynamoDBStreamModel ({powertools_way})",
+                powertools,
+            ),
+            Figure(
+                "floor: orjson.loads + unwrap every value + four instances as model_construct (no checks)",
+                rate["unchecked"],
                 "records/s",
                 f"Powertools DynamoDBStreamModel ({powertools_way})",
                 powertools,

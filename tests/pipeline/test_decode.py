@@ -460,6 +460,18 @@ def test_a_record_from_another_stream_is_refused() -> None:
         decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
 
 
+def test_a_raw_attribute_name_that_is_not_valid_unicode_is_refused_without_naming_it() -> None:
+    # A lone surrogate: JSON cannot carry one, a Python mapping can; pydantic cannot read it as text.
+    record = copy.deepcopy(RAW["cancellation"])
+    record["dynamodb"]["NewImage"]["\ud800note"] = {"S": SECRET}
+
+    with pytest.raises(DecodeError, match="attribute name is not valid Unicode text") as caught:
+        decode_stream_record(record, stream_arn=STREAM_ARN, shard_id=SHARD)
+
+    assert SECRET not in str(caught.value)
+    assert "note" not in str(caught.value)
+
+
 def test_decoding_a_raw_record_leaves_it_unchanged() -> None:
     record = copy.deepcopy(RAW["cancellation"])
 
@@ -688,21 +700,22 @@ def _refusing_plain_dict_items(validate: Any) -> Any:
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
-def test_the_fast_path_gives_the_same_event_as_the_exact_path(record: dict[str, Any]) -> None:
-    fast = decode(record)
+def test_the_one_validation_path_gives_the_same_event_as_the_exact_path(record: dict[str, Any]) -> None:
+    # Both with the unvalidated fast path off (tests/pipeline/test_decode_fast_path.py compares that one
+    # with these): the one pydantic call on the whole event against `parse_item` first.
     with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(decode_module, "_fast_event", lambda *args, **kwargs: None)
+        one_validation = decode(record)
         validators = {cls: _refusing_plain_dict_items(v) for cls, v in decode_module._VALIDATE.items()}
         patched.setattr(decode_module, "_VALIDATE", validators)
         exact = decode(record)
 
-    assert type(fast) is type(exact)
-    assert fast == exact
+    assert type(one_validation) is type(exact)
+    assert one_validation == exact
 
 
 def test_an_empty_image_from_the_adapter_counts_as_no_image() -> None:
     # Seen from the real adapter on moto: an INSERT carries "OldImage": {}.
-    from pipeline.decode import decode_record as decode
-
     record = {
         "eventID": "e-empty-old",
         "eventName": "INSERT",
@@ -725,8 +738,7 @@ def test_an_empty_image_from_the_adapter_counts_as_no_image() -> None:
             "StreamViewType": "NEW_AND_OLD_IMAGES",
         },
     }
-    import json
 
-    event = decode(json.dumps(record).encode(), stream_arn="arn", shard_id="shard")
+    event = decode_record(json.dumps(record).encode(), stream_arn="arn", shard_id="shard")
     assert event.event_type.value == "entitlement.created"
     assert event.old_item is None
