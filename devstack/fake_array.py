@@ -152,7 +152,9 @@ class FakeArrayServer:
             raise RuntimeError("already started")
         server = make_server(self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietHandler)
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-array", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-array", daemon=True
+        )
         self._thread.start()
         return self
 
