@@ -129,7 +129,7 @@ class HttpArrayClient:
                     attempts = attempt.retry_state.attempt_number
                     self._attempt(array_user_id, deadline)
         except ArrayTransientError as failed:
-            logger.info("array delete gave up after %d attempt(s): %s", attempts, failed.code)
+            logger.info("array delete gave up", extra={"attempts": attempts, "code": failed.code})
             raise ArrayTransientError(
                 failed.code, retry_after=failed.retry_after, attempts=attempts
             ) from None

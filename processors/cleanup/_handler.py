@@ -188,7 +188,8 @@ class CleanupHandler:
                 unfinished.append(work)
         if unfinished:
             logger.warning(
-                "could not park %d cleanup(s): %s", len(unfinished), sorted(set(filter(None, codes)))
+                "cleanup work could not be parked",
+                extra={"unparked": len(unfinished), "codes": sorted({code for code in codes if code})},
             )
         parked = len(to_park) - len(unfinished)
         finished = self._monotonic()
@@ -209,11 +210,13 @@ class CleanupHandler:
         self.stats.parked += parked
         self.stats.park_failures += len(unfinished)
         logger.info(
-            "cleanup flush: %d cleanups, %d parked, %d unparkable, %.3fs",
-            len(pending),
-            parked,
-            len(unfinished),
-            finished - started,
+            "cleanup flush",
+            extra={
+                "cleanups": len(pending),
+                "parked": parked,
+                "unparked": len(unfinished),
+                "seconds": round(finished - started, 3),
+            },
         )
         if unfinished:
             raise RetryQueueError(f"{len(unfinished)}_unparked", context=unfinished[0].context)

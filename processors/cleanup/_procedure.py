@@ -155,7 +155,7 @@ class CleanupProcedure:
             result.park_reason = type(failed).__name__
             return None
         except Exception as failed:  # an unexpected client fault: parking is safe (a repeat answers 404)
-            logger.warning("unexpected error from the Array client: %s", type(failed).__name__)
+            logger.warning("unexpected Array client error", extra={"code": type(failed).__name__})
             result.park_reason = type(failed).__name__
             return None
         return self.outcome(work, OutcomeKind.CLEANUP_DELETED)

@@ -124,7 +124,9 @@ class RetryWorker:
             except ValidationError:
                 malformed += 1  # left on the queue: the redrive policy moves it to the dead-letter queue
         if malformed:
-            logger.warning("retry queue: %d unreadable message(s) left for the dead-letter queue", malformed)
+            logger.warning(
+                "unreadable retry messages left for the dead-letter queue", extra={"count": malformed}
+            )
 
         # As in the stream handler, part of the budget is kept back for re-parking and marking.
         deadline = self._monotonic() + self._budget - min(2.0, self._budget * 0.2)
@@ -163,7 +165,7 @@ class RetryWorker:
             else:
                 kept += 1  # left on the queue: visible again after its visibility timeout
         if kept:
-            logger.warning("retry worker: could not re-park %d cleanup(s)", kept)
+            logger.warning("cleanup work could not be re-parked", extra={"count": kept})
 
         for outcome in outcomes:
             self._sink.add_outcome(outcome)
@@ -207,7 +209,7 @@ class RetryWorker:
             try:
                 result = self.run_once()
             except (ClientError, BotoCoreError) as failed:
-                logger.warning("retry worker pass failed: %s", type(failed).__name__)
+                logger.warning("retry worker pass failed", extra={"code": type(failed).__name__})
                 stop.wait(5.0)
                 continue
             if result.received == 0:
@@ -246,10 +248,10 @@ class RetryWorker:
                     ],
                 )
             except (ClientError, BotoCoreError) as failed:
-                logger.warning("could not acknowledge retry messages: %s", type(failed).__name__)
+                logger.warning("retry messages not acknowledged", extra={"code": type(failed).__name__})
                 continue
             if response.get("Failed"):
-                logger.warning("could not acknowledge %d retry message(s)", len(response["Failed"]))
+                logger.warning("retry messages not acknowledged", extra={"count": len(response["Failed"])})
 
     def _attempt(
         self, work: CleanupWork, deadline: float, gate: CredentialGate

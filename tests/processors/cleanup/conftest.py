@@ -19,6 +19,7 @@ from cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import CleanupExpired
+from pipeline.tables import create_table
 from processors.cleanup import HttpArrayClient, RetryQueues, ensure_retry_queues
 from schema.table import entitlement_key, gsi1_key
 
@@ -70,27 +71,9 @@ def sqs(moto_endpoint: str) -> Any:
 
 @pytest.fixture
 def table(dynamodb: Any) -> str:
-    """A fresh entitlements-shaped table: pk/sk, GSI1 on gsi1pk/gsi1sk (all attributes), a stream."""
+    """A fresh table as the contract describes it: pk/sk, GSI1 on gsi1pk/gsi1sk, a stream, TTL."""
     name = f"entitlements-{uuid.uuid4().hex[:12]}"
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": attr, "AttributeType": "S"} for attr in ("pk", "sk", "gsi1pk", "gsi1sk")
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "GSI1",
-                "KeySchema": [
-                    {"AttributeName": "gsi1pk", "KeyType": "HASH"},
-                    {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    create_table(dynamodb, name)
     return name
 
 

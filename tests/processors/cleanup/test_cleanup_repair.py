@@ -1,0 +1,98 @@
+"""repair_removed_rows: the core of `entitlements cleanup repair`, with an in-memory lake source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from botocore.exceptions import ClientError
+from cleanup_helpers import FixedClock
+
+from processors.cleanup import DeletedAccountsSource, repair_removed_rows
+
+
+class Deleted:
+    def __init__(self, *pairs: tuple[str | None, str]) -> None:
+        self.pairs = pairs
+
+    def deleted_accounts(self) -> Iterable[tuple[str | None, str]]:
+        return self.pairs
+
+
+def test_each_account_is_examined_once_however_often_the_lake_shows_it(
+    dynamodb: Any, table: str, put_row: Callable[[str, str, str], None]
+) -> None:
+    put_row("u1", "acct-1", "Cancelled")
+    source: DeletedAccountsSource = Deleted(("u1", "acct-1"), ("u1", "acct-1"), (None, "acct-1"))
+    report = repair_removed_rows(dynamodb, table, source, clock=FixedClock(), dry_run=False)
+    assert report.accounts == 1
+    assert report.marked == 1
+
+
+def test_a_dry_run_lists_without_writing(
+    dynamodb: Any,
+    table: str,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+) -> None:
+    put_row("u1", "acct-1", "Superseded")
+    report = repair_removed_rows(dynamodb, table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=True)
+    assert [(c.pk, c.sk, c.status) for c in report.candidates] == [
+        ("USER#u1", "ENTITLEMENT#acct-1", "Superseded")
+    ]
+    assert report.marked == 0
+    assert (get_row("u1", "acct-1") or {})["status"] == "Superseded"
+
+
+class _Racing:
+    """The row is marked Removed by someone else between repair's read and its write."""
+
+    def __init__(self, inner: Any, table: str) -> None:
+        self.inner, self.table = inner, table
+
+    def query(self, **kwargs: Any) -> Any:
+        page = self.inner.query(**kwargs)
+        for item in page.get("Items", []):
+            self.inner.update_item(
+                TableName=self.table,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                UpdateExpression="SET #s = :r",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":r": {"S": "Removed"}},
+            )
+        return page
+
+    def get_item(self, **kwargs: Any) -> Any:
+        return self.inner.get_item(**kwargs)
+
+    def update_item(self, **kwargs: Any) -> Any:
+        return self.inner.update_item(**kwargs)
+
+
+def test_the_write_is_conditional_a_row_changed_meanwhile_is_reported_not_overwritten(
+    dynamodb: Any, table: str, put_row: Callable[[str, str, str], None]
+) -> None:
+    put_row("u1", "acct-1", "Cancelled")
+    report = repair_removed_rows(
+        _Racing(dynamodb, table), table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False
+    )
+    assert report.marked == 0
+    assert [code for _candidate, code in report.failed] == ["ConditionalCheckFailedException"]
+
+
+class _Unreadable:
+    def query(self, **kwargs: Any) -> Any:
+        raise ClientError({"Error": {"Code": "ThrottlingException"}}, "Query")
+
+    def get_item(self, **kwargs: Any) -> Any:
+        raise AssertionError("not reached")
+
+    def update_item(self, **kwargs: Any) -> Any:
+        raise AssertionError("not reached")
+
+
+def test_accounts_whose_rows_cannot_be_read_are_reported(table: str) -> None:
+    report = repair_removed_rows(
+        _Unreadable(), table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False
+    )
+    assert report.unreadable == {"acct-1": "ThrottlingException"}
