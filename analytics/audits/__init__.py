@@ -1,0 +1,52 @@
+"""Audits: every invariant seed 000 states, checked now (the table's state) and ever (its history).
+
+Each check is a SQL file in analytics/sql/audits/ (a SELECT returning the offending rows, its metadata
+in a comment header); `run_audits` runs them over the lake's views, counts what each finds (groups,
+surplus rows and rows involved for duplicates), compares the count with the check's warn and error
+thresholds (analytics/audits/defaults.toml) and returns an `AuditReport`, which renders as Markdown, JSON
+or HTML (`render_report`). `entitlements audit` is the command.
+"""
+
+from analytics.audits._checks import (
+    AUDIT_SQL_DIR,
+    CHECK_ORDER,
+    Check,
+    CheckDefinitionError,
+    Scope,
+    load_checks,
+)
+from analytics.audits._config import (
+    DEFAULTS_PATH,
+    AuditConfig,
+    AuditConfigError,
+    AuditParameters,
+    Thresholds,
+    load_config,
+)
+from analytics.audits._models import AuditReport, CheckResult, Status
+from analytics.audits._render import ReportFormat, audit_charts, render_report
+from analytics.audits._runner import AuditError, ErasureLedger, run_audits
+
+__all__ = [
+    "AUDIT_SQL_DIR",
+    "CHECK_ORDER",
+    "DEFAULTS_PATH",
+    "AuditConfig",
+    "AuditConfigError",
+    "AuditError",
+    "AuditParameters",
+    "AuditReport",
+    "Check",
+    "CheckDefinitionError",
+    "CheckResult",
+    "ErasureLedger",
+    "ReportFormat",
+    "Scope",
+    "Status",
+    "Thresholds",
+    "audit_charts",
+    "load_checks",
+    "load_config",
+    "render_report",
+    "run_audits",
+]

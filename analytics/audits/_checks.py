@@ -1,0 +1,130 @@
+"""The checks: one SQL file each in analytics/sql/audits/, a SELECT returning the offending rows
+(sqlmesh-style), with its metadata in a comment header:
+
+    -- audit: duplicate_active_rows          the check's name (equal to the file's stem)
+    -- scope: now                            now (the table's state) or ever (its history)
+    -- title: Users with more than one Active row
+    -- invariant: what the seed says must hold
+    -- group_by: user_id                     optional: the check counts duplicates (groups, surplus, rows)
+    -- time: changed_at                      optional: the column that dates a finding (charts)
+    -- Any other comment lines are the description.
+
+Files whose names start with `_` are not checks (`_parameters.sql` sets the inputs for the DuckDB CLI).
+"""
+
+from __future__ import annotations
+
+__all__ = ["AUDIT_SQL_DIR", "CHECK_ORDER", "Check", "CheckDefinitionError", "Scope", "load_checks"]
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+
+from schema.errors import TerminalError
+
+AUDIT_SQL_DIR = Path(__file__).resolve().parents[1] / "sql" / "audits"
+
+# The order the reports list the checks in: the order of the invariants in issue 4, item 7.
+CHECK_ORDER: tuple[str, ...] = (
+    "duplicate_active_rows",
+    "duplicate_active_rows_ever",
+    "entitlement_row_with_ttl",
+    "entitlement_row_with_ttl_ever",
+    "ttl_removal_of_non_cleanup",
+    "unexpected_delete",
+    "stale_record_removed_not_by_ttl",
+    "stale_write",
+    "cleanup_names_active_account",
+    "cleanup_names_active_account_ever",
+    "cleanup_ttl_not_actionable",
+    "cleanup_ttl_not_actionable_ever",
+    "expired_cleanup_without_final_outcome",
+    "deleted_account_row_not_removed",
+    "deleted_account_row_not_removed_ever",
+    "removed_without_cleanup",
+    "removed_without_cleanup_ever",
+    "guard_refusals",
+    "unknown_status",
+    "unknown_status_ever",
+    "unknown_item_kind",
+    "unknown_item_kind_ever",
+)
+
+_HEADER = re.compile(r"\A--\s?(audit|scope|title|invariant|group_by|time):\s*(.*?)\s*\Z")
+_NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
+
+
+class CheckDefinitionError(TerminalError):
+    """An audit SQL file whose header is missing or malformed."""
+
+
+class Scope(StrEnum):
+    NOW = "now"  # the table's state: the current snapshot, or the state at --as-of
+    EVER = "ever"  # the whole history up to then
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    scope: Scope
+    title: str
+    invariant: str
+    description: str
+    group_by: tuple[str, ...]
+    time_column: str | None
+    sql: str
+    path: Path
+
+    @property
+    def sql_file(self) -> str:
+        """The file's path from the repository root (analytics/sql/audits/<name>.sql)."""
+        return f"analytics/sql/audits/{self.path.name}"
+
+
+def _parse(path: Path) -> Check:
+    text = path.read_text(encoding="utf-8")
+    fields: dict[str, str] = {}
+    description: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        match = _HEADER.match(line)
+        if match:
+            fields[match.group(1)] = match.group(2)
+        else:
+            description.append(line[2:].strip())
+    missing = [key for key in ("audit", "scope", "title", "invariant") if not fields.get(key)]
+    if missing:
+        raise CheckDefinitionError(f"{path.name}: header lacks {', '.join(missing)}")
+    if fields["audit"] != path.stem or not _NAME.match(path.stem):
+        raise CheckDefinitionError(f"{path.name}: the audit name must equal the file name")
+    try:
+        scope = Scope(fields["scope"])
+    except ValueError:
+        raise CheckDefinitionError(f"{path.name}: scope is 'now' or 'ever'") from None
+    group_by = tuple(c.strip() for c in fields.get("group_by", "").split(",") if c.strip())
+    return Check(
+        name=path.stem,
+        scope=scope,
+        title=fields["title"],
+        invariant=fields["invariant"],
+        description=" ".join(part for part in description if part),
+        group_by=group_by,
+        time_column=fields.get("time") or None,
+        sql=text,
+        path=path,
+    )
+
+
+@cache
+def _load(directory: Path) -> tuple[Check, ...]:
+    checks = [_parse(p) for p in sorted(directory.glob("*.sql")) if not p.name.startswith("_")]
+    rank = {name: index for index, name in enumerate(CHECK_ORDER)}
+    return tuple(sorted(checks, key=lambda c: (rank.get(c.name, len(rank)), c.name)))
+
+
+def load_checks(directory: Path = AUDIT_SQL_DIR) -> tuple[Check, ...]:
+    """Every check defined in `directory`, in report order."""
+    return _load(directory.resolve())

@@ -1,0 +1,121 @@
+"""The DuckDB connection the checks run on: the lake's views (analytics/views.py), restricted to an
+instant for --as-of, with the audits' inputs set as DuckDB variables (analytics/sql/audits/_parameters.sql
+names them) and the erasure exception as a table."""
+
+from __future__ import annotations
+
+__all__ = ["EXCEPTIONS_TABLE", "open_connection"]
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from analytics.audits._config import AuditConfig
+from analytics.lake import CHANGES, Lake, read_manifest, state_schema
+from analytics.lake._duck import literal, read_files_sql
+from analytics.lake._files import anchor_path, list_parquet
+from analytics.lake._fold import classify
+from analytics.lake._schema import STATE_DIR, default_allow_list
+from analytics.views import create_views
+from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
+from schema.table import EntitlementStatus, ItemKind
+
+EXCEPTIONS_TABLE = "audit_erasure_exceptions"
+DELETED_OUTCOMES = frozenset({OutcomeKind.CLEANUP_DELETED, OutcomeKind.CLEANUP_ALREADY_DELETED})
+
+
+def _list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(literal(v) for v in sorted(values)) + "]"
+
+
+def _timestamp(moment: datetime | None) -> str:
+    if moment is None:
+        return "NULL::TIMESTAMPTZ"
+    return f"{literal(moment.isoformat())}::TIMESTAMPTZ"
+
+
+def _single_state(con: Any, lake: Lake) -> bool:
+    """When the current snapshot is one state file and every change file is folded into it, read that
+    file as it is: it holds one row per item, so the views' fold across state files (a window over
+    every item) is not needed. Returns whether it applied."""
+    manifest = read_manifest(lake)
+    if manifest is None or len(manifest.state_files) != 1:
+        return False
+    to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
+    if to_read:
+        return False
+    allow = default_allow_list()
+    state = read_files_sql(lake, anchor_path(STATE_DIR), [manifest.state_files[0].path])
+    live = ", ".join(c for c in state_schema(allow).names if c != "deleted")
+    con.execute(
+        f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM {state} AS s "  # noqa: S608
+        "WHERE NOT s.deleted AND NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)"
+    )
+    return True
+
+
+def _restrict(con: Any, as_of: datetime) -> None:
+    """Every view sees the log up to `as_of` (stream time). Outcomes are kept when the change they
+    answer is in that log (an outcome's time is the processor's clock, another axis), or, for outcomes
+    answering no change, when they occurred by then."""
+    instant = _timestamp(as_of)
+    con.execute("ALTER VIEW raw_changes RENAME TO audit_raw_changes_all")
+    con.execute(
+        "CREATE VIEW raw_changes AS SELECT * FROM audit_raw_changes_all "  # noqa: S608
+        f"WHERE created_at <= {instant}"
+    )
+    con.execute("ALTER VIEW raw_outcomes RENAME TO audit_raw_outcomes_all")
+    con.execute(
+        "CREATE VIEW raw_outcomes AS SELECT * FROM audit_raw_outcomes_all AS o "  # noqa: S608
+        f"WHERE (o.source_event_id IS NULL AND o.occurred_at <= {instant}) "
+        "OR o.source_event_id IN (SELECT event_id FROM raw_changes)"
+    )
+
+
+def _set_parameters(con: Any, config: AuditConfig, as_of: datetime | None) -> None:
+    parameters = config.parameters
+    values = {
+        "audit_as_of": _timestamp(as_of),
+        "audit_cleanup_ttl_days": str(int(config.policy.cleanup_ttl_days)),
+        "audit_stale_ttl_days": str(int(config.policy.stale_entitlement_ttl_days)),
+        "audit_ttl_tolerance_seconds": str(int(parameters.ttl_tolerance_seconds)),
+        "audit_overlap_tolerance_seconds": f"{float(parameters.overlap_tolerance_seconds)!r}::DOUBLE",
+        "audit_outcome_grace_seconds": str(int(parameters.outcome_grace_seconds)),
+        "audit_known_statuses": _list(s.value for s in EntitlementStatus),
+        "audit_known_item_kinds": _list(k.value for k in ItemKind if k is not ItemKind.UNKNOWN),
+        "audit_final_outcomes": _list(k.value for k in FINAL_CLEANUP_OUTCOMES),
+        "audit_deleted_outcomes": _list(k.value for k in DELETED_OUTCOMES),
+    }
+    for name, value in values.items():
+        con.execute(f"SET VARIABLE {name} = {value}")
+    con.execute(f"CREATE TABLE IF NOT EXISTS {EXCEPTIONS_TABLE} (user_id VARCHAR NOT NULL)")
+
+
+def open_connection(
+    lake: Lake,
+    config: AuditConfig,
+    *,
+    as_of: datetime | None = None,
+    from_snapshot: bool = True,
+    threads: int | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A new connection ready for the checks, and where `now` reads from: "snapshot" (the latest
+    snapshot plus the changes it has not folded) or "log" (the whole log folded; always with `as_of`)."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        if threads:
+            con.execute(f"SET threads = {int(threads)}")
+        use_snapshot = from_snapshot and as_of is None and read_manifest(lake) is not None
+        create_views(con, lake, from_snapshot=use_snapshot)
+        if use_snapshot:
+            _single_state(con, lake)
+        if as_of is not None:
+            _restrict(con, as_of)
+        _set_parameters(con, config, as_of)
+    except BaseException:
+        con.close()
+        raise
+    return con, "snapshot" if use_snapshot else "log"

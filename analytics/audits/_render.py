@@ -1,0 +1,57 @@
+"""The audit report as Markdown, JSON or HTML (jinja2 templates in analytics/reports/templates/, charts
+drawn with matplotlib and embedded as base64 PNG)."""
+
+from __future__ import annotations
+
+__all__ = ["ReportFormat", "audit_charts", "render_report"]
+
+from enum import StrEnum
+
+from analytics.audits._models import AuditReport, Status
+from analytics.reports import Chart, bar_chart, line_chart, render
+
+_COLORS = {Status.PASS: "#3a9a5b", Status.WARN: "#d08a1f", Status.ERROR: "#c23b3b"}
+
+
+class ReportFormat(StrEnum):
+    MARKDOWN = "markdown"
+    JSON = "json"
+    HTML = "html"
+
+
+def audit_charts(report: AuditReport) -> list[Chart]:
+    """What is easier seen than read: each check's count by status, and when the findings happened."""
+    results = report.results
+    charts = [
+        bar_chart(
+            "Findings per check (groups for duplicates, else rows)",
+            [f"{r.name} ({r.scope.value})" for r in results],
+            [r.count for r in results],
+            colors=[_COLORS[r.status] for r in results],
+            xlabel="findings",
+            alt="; ".join(f"{r.name}: {r.count} ({r.status.value})" for r in results if r.count),
+        )
+    ]
+    dated = [r for r in results if r.timeline]
+    if dated:
+        days = sorted({day for r in dated for day in r.timeline})
+        charts.append(
+            line_chart(
+                "Findings by day (each check's time column)",
+                days,
+                {r.name: [r.timeline.get(day, 0) for day in days] for r in dated},
+                ylabel="rows",
+                stacked_bars=True,
+                alt=f"findings on {len(days)} days",
+            )
+        )
+    return charts
+
+
+def render_report(report: AuditReport, fmt: ReportFormat | str = ReportFormat.MARKDOWN) -> str:
+    chosen = ReportFormat(fmt)
+    if chosen is ReportFormat.JSON:
+        return report.to_json()
+    if chosen is ReportFormat.HTML:
+        return render("audit.html.j2", report=report, Status=Status, charts=audit_charts(report))
+    return render("audit.md.j2", report=report, Status=Status)

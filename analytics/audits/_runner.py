@@ -1,0 +1,208 @@
+"""Running the checks: each SQL file's offending rows are materialised once, counted, dated and compared
+with the check's thresholds."""
+
+from __future__ import annotations
+
+__all__ = ["AuditError", "ErasureLedger", "run_audits"]
+
+import base64
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+
+from analytics.audits._checks import Check, load_checks
+from analytics.audits._config import AuditConfig, Thresholds, load_config
+from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
+from analytics.audits._models import AuditReport, CheckResult, Status
+from analytics.lake import Lake
+from schema.errors import TerminalError
+
+logger = logging.getLogger(__name__)
+_RESULT_TABLE = "audit_result"
+
+
+class AuditError(TerminalError):
+    """The audit could not run: the lake or a check could not be read."""
+
+
+class ErasureLedger(Protocol):
+    """The erasure exception's source (issue 6: a ledger keyed by a keyed hash of the user id, holding
+    no personal data). The audit asks it only about users whose deletes would otherwise be reported."""
+
+    def is_erased(self, user_id: str) -> bool: ...
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _status(count: int, thresholds: Thresholds) -> Status:
+    if thresholds.error is not None and count >= thresholds.error:
+        return Status.ERROR
+    if thresholds.warn is not None and count >= thresholds.warn:
+        return Status.WARN
+    return Status.PASS
+
+
+def _scalar(con: Any, sql: str) -> Any:
+    rows = con.execute(sql).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _run_check(con: Any, check: Check, config: AuditConfig) -> CheckResult:
+    started = time.perf_counter()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_RESULT_TABLE} AS {check.sql}")
+    rows_involved = int(_scalar(con, f"SELECT count(*) FROM {_RESULT_TABLE}"))  # noqa: S608
+    groups: int | None = None
+    surplus: int | None = None
+    if check.group_by:
+        key = ", ".join(check.group_by)
+        groups = int(_scalar(con, f"SELECT count(*) FROM (SELECT DISTINCT {key} FROM {_RESULT_TABLE})"))  # noqa: S608
+        surplus = rows_involved - groups
+    count = groups if groups is not None else rows_involved
+    limit = config.parameters.max_rows
+    shown: pa.Table = con.sql(f"SELECT * FROM {_RESULT_TABLE} LIMIT {int(limit)}").to_arrow_table()  # noqa: S608
+    timeline: dict[str, int] = {}
+    if check.time_column and rows_involved:
+        dated = con.sql(
+            f"SELECT CAST({check.time_column} AS DATE)::VARCHAR AS day, count(*) AS n "  # noqa: S608
+            f"FROM {_RESULT_TABLE} WHERE {check.time_column} IS NOT NULL GROUP BY ALL ORDER BY day"
+        ).fetchall()
+        timeline = {str(day): int(n) for day, n in dated}
+    con.execute(f"DROP TABLE {_RESULT_TABLE}")
+    thresholds = config.thresholds(check.name)
+    return CheckResult(
+        name=check.name,
+        scope=check.scope,
+        title=check.title,
+        invariant=check.invariant,
+        description=check.description,
+        sql_file=check.sql_file,
+        status=_status(count, thresholds),
+        count=count,
+        rows_involved=rows_involved,
+        groups=groups,
+        surplus_rows=surplus,
+        group_by=list(check.group_by),
+        warn_at=thresholds.warn,
+        error_at=thresholds.error,
+        columns=list(shown.column_names),
+        rows=[{k: _json_value(v) for k, v in row.items()} for row in shown.to_pylist()],
+        rows_truncated=rows_involved > shown.num_rows,
+        time_column=check.time_column,
+        timeline=timeline,
+        seconds=round(time.perf_counter() - started, 4),
+    )
+
+
+def _exceptions(con: Any, erased_user_ids: Iterable[str], ledger: ErasureLedger | None) -> int:
+    """Fill the erasure exception: the ids given, and the users the ledger says were erased among those
+    with a delete that would otherwise be reported."""
+    erased = {u for u in erased_user_ids if u}
+    if ledger is not None:
+        candidates = con.sql(
+            "SELECT DISTINCT user_id FROM changes WHERE change_kind = 'REMOVE' AND NOT ttl_deletion "
+            "AND item_kind <> 'cancellation' AND user_id IS NOT NULL"
+        ).fetchall()
+        erased.update(str(user_id) for (user_id,) in candidates if ledger.is_erased(str(user_id)))
+    con.execute(f"DELETE FROM {EXCEPTIONS_TABLE}")  # noqa: S608
+    if erased:
+        con.executemany(f"INSERT INTO {EXCEPTIONS_TABLE} VALUES (?)", [(u,) for u in sorted(erased)])  # noqa: S608
+    return len(erased)
+
+
+def run_audits(
+    lake: Lake,
+    config: AuditConfig | None = None,
+    *,
+    as_of: datetime | None = None,
+    checks: Iterable[str] | None = None,
+    erased_user_ids: Iterable[str] = (),
+    ledger: ErasureLedger | None = None,
+    from_snapshot: bool = True,
+    threads: int | None = None,
+    clock: Callable[[], datetime] = _utcnow,
+) -> AuditReport:
+    """Run the checks (all, or those named) over `lake` and return the report.
+
+    `now` checks read the table's state: the latest snapshot plus the changes it has not folded
+    (`from_snapshot`), else the whole log folded; with `as_of` (stream time), the state made of every
+    change up to then, and `ever` checks read the history up to then. `erased_user_ids` and `ledger`
+    make the erasure exception (empty by default): deletes of those users are not reported.
+    """
+    config = config or load_config()
+    available = load_checks()
+    if checks is None:
+        selected = list(available)
+    else:
+        wanted = list(dict.fromkeys(checks))
+        by_name = {c.name: c for c in available}
+        unknown = [name for name in wanted if name not in by_name]
+        if unknown:
+            raise AuditError(f"unknown checks: {', '.join(unknown)}")
+        selected = [by_name[name] for name in wanted]
+    moment = as_of.astimezone(UTC) if as_of is not None else None
+    try:
+        con, source = open_connection(
+            lake, config, as_of=moment, from_snapshot=from_snapshot, threads=threads
+        )
+    except (duckdb.Error, OSError, pa.ArrowException) as error:
+        raise AuditError(f"cannot open the lake ({type(error).__name__})") from None
+    try:
+        exceptions = _exceptions(con, erased_user_ids, ledger)
+        results: list[CheckResult] = []
+        for check in selected:
+            try:
+                results.append(_run_check(con, check, config))
+            except (duckdb.Error, OSError, pa.ArrowException) as error:
+                raise AuditError(f"check {check.name} failed ({type(error).__name__})") from error
+            logger.debug("audit check done", extra={"check": check.name, "rows": results[-1].rows_involved})
+        changes = outcomes = 0
+        log_end: datetime | None = None
+        if checks is None:
+            summary = con.sql(
+                "SELECT count(*) AS n, max(created_at) AS last FROM raw_changes"
+            ).to_arrow_table()
+            changes, log_end = summary["n"][0].as_py(), summary["last"][0].as_py()
+            outcomes = int(_scalar(con, "SELECT count(*) FROM raw_outcomes"))
+    except (duckdb.Error, OSError, pa.ArrowException) as error:
+        raise AuditError(f"cannot read the lake ({type(error).__name__})") from None
+    finally:
+        con.close()
+    return AuditReport(
+        generated_at=clock(),
+        lake=lake.uri,
+        source="snapshot" if source == "snapshot" else "log",
+        as_of=moment,
+        log_end=log_end,
+        log_rows=int(changes or 0),
+        outcome_rows=outcomes,
+        policy={
+            "cleanup_ttl_days": config.policy.cleanup_ttl_days,
+            "stale_entitlement_ttl_days": config.policy.stale_entitlement_ttl_days,
+        },
+        parameters=config.parameters,
+        erasure_exceptions=exceptions,
+        results=results,
+    )

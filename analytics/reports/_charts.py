@@ -1,0 +1,115 @@
+"""Charts as base64 PNG, drawn with matplotlib's object API on the Agg canvas (no pyplot, no global
+state, no display needed)."""
+
+from __future__ import annotations
+
+__all__ = ["Chart", "bar_chart", "line_chart", "png_base64"]
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+_PALETTE = ("#2f6db5", "#e07b39", "#3a9a5b", "#c23b3b", "#7c5cb5", "#8a6d3b", "#d45fa6", "#5f7f8f")
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """A rendered chart: its title, a text alternative, and the PNG as base64."""
+
+    title: str
+    alt: str
+    png: str
+
+    @property
+    def data_uri(self) -> str:
+        return f"data:image/png;base64,{self.png}"
+
+
+def png_base64(figure: Figure) -> str:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height))
+    figure.patch.set_facecolor("white")
+    return figure
+
+
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    colors: Sequence[str] | None = None,
+    xlabel: str = "",
+    horizontal: bool = True,
+    alt: str = "",
+) -> Chart:
+    """One bar per label (horizontal by default: long labels stay readable)."""
+    height = max(2.5, 0.32 * len(labels) + 1.2) if horizontal else 4.0
+    figure = _figure(9.0, height)
+    axes = figure.add_subplot()
+    positions = list(range(len(labels)))
+    shades = list(colors) if colors else [_PALETTE[0]] * len(labels)
+    if horizontal:
+        axes.barh(positions, values, color=shades)
+        axes.set_yticks(positions, labels=list(labels), fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlabel(xlabel)
+        for position, value in zip(positions, values, strict=True):
+            if value:
+                axes.annotate(f"{value:,.0f}", (value, position), xytext=(3, 0), textcoords="offset points",
+                              va="center", fontsize=8)  # fmt: skip
+    else:
+        axes.bar(positions, values, color=shades)
+        axes.set_xticks(positions, labels=list(labels), rotation=45, ha="right", fontsize=8)
+        axes.set_ylabel(xlabel)
+    (axes.xaxis if horizontal else axes.yaxis).set_major_locator(MaxNLocator(integer=True))
+    axes.set_title(title)
+    axes.grid(axis="x" if horizontal else "y", alpha=0.3)
+    return Chart(title=title, alt=alt or title, png=png_base64(figure))
+
+
+def line_chart(
+    title: str,
+    x: Sequence[object],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    ylabel: str = "",
+    stacked_bars: bool = False,
+    alt: str = "",
+) -> Chart:
+    """Several series over one x axis (dates or numbers): lines, or stacked bars per x."""
+    figure = _figure(9.0, 4.0)
+    axes = figure.add_subplot()
+    if stacked_bars:
+        positions = list(range(len(x)))
+        bottom = [0.0] * len(x)
+        for index, (name, values) in enumerate(series.items()):
+            heights = [float(v or 0) for v in values]
+            axes.bar(positions, heights, bottom=bottom, label=name, color=_PALETTE[index % len(_PALETTE)])
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        step = max(1, len(x) // 12)
+        axes.set_xticks(positions[::step], labels=[str(v) for v in x][::step], rotation=45, ha="right",
+                        fontsize=8)  # fmt: skip
+    else:
+        xs: list[Any] = list(x)
+        for index, (name, values) in enumerate(series.items()):
+            points = [float("nan") if v is None else float(v) for v in values]
+            axes.plot(xs, points, label=name, color=_PALETTE[index % len(_PALETTE)], linewidth=1.6)
+        figure.autofmt_xdate()
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    axes.grid(alpha=0.3)
+    if len(series) > 1:
+        axes.legend(fontsize=8)
+    return Chart(title=title, alt=alt or title, png=png_base64(figure))

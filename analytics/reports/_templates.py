@@ -1,0 +1,51 @@
+"""The jinja2 environment over analytics/reports/templates/: HTML autoescaped, undefined names fatal."""
+
+from __future__ import annotations
+
+__all__ = ["TEMPLATES_DIR", "render"]
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+TEMPLATES_DIR = Path(__file__).with_name("templates")
+
+
+def _md_cell(value: object) -> str:
+    """A value as one Markdown table cell: pipes escaped, on one line."""
+    if value is None:
+        return ""
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _number(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+@cache
+def _environment() -> Environment:
+    environment = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["md"] = _md_cell
+    environment.filters["number"] = _number
+    return environment
+
+
+def render(template: str, **context: Any) -> str:
+    """Render `template` (e.g. `audit.html.j2`) with `context`."""
+    return _environment().get_template(template).render(**context)

@@ -1,0 +1,20 @@
+-- audit: cleanup_names_active_account
+-- scope: now
+-- title: Cleanup records naming an Array account an Active row uses
+-- invariant: "a record can never name the account in use" (seed 000).
+-- time: changed_at
+-- Every pending cleanup record whose Array account is the account of an Active entitlement row now.
+SELECT
+    c.user_id,
+    c.cleanup_kind,
+    c.array_account_id,
+    c.ttl_raw,
+    c.pk,
+    c.sk,
+    e.user_id AS row_user_id,
+    e.sk AS row_sk,
+    c.changed_at,
+    c.event_id
+FROM cleanup_records AS c
+JOIN entitlements AS e ON e.array_account_id = c.array_account_id AND e.status = 'Active'
+ORDER BY c.user_id, c.sk, e.sk

@@ -1,0 +1,22 @@
+-- audit: duplicate_active_rows
+-- scope: now
+-- title: Users with more than one Active row
+-- invariant: SaveIfActive exists so that no write leaves "the user with two active rows" (seed 000).
+-- group_by: user_id
+-- time: changed_at
+-- Every Active entitlement row of a user who has more than one now. Groups are users, surplus rows are
+-- the Active rows beyond one per user, rows involved are all of them.
+SELECT
+    user_id,
+    array_account_id,
+    status,
+    pk,
+    sk,
+    item_created_at,
+    item_updated_at,
+    changed_at,
+    event_id
+FROM entitlements
+WHERE status = 'Active'
+QUALIFY count(*) OVER (PARTITION BY user_id) > 1
+ORDER BY user_id, sk

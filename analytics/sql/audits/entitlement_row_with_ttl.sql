@@ -1,0 +1,10 @@
+-- audit: entitlement_row_with_ttl
+-- scope: now
+-- title: Entitlement rows carrying a ttl
+-- invariant: "a cleanup record — never the entitlement row — carries the TTL" (seed 000).
+-- time: changed_at
+-- Entitlement rows that hold a ttl attribute now, whatever its type.
+SELECT user_id, array_account_id, status, ttl_raw, ttl_type, pk, sk, changed_at, event_id
+FROM entitlements
+WHERE ttl_raw IS NOT NULL OR ttl_type IS NOT NULL
+ORDER BY user_id, sk

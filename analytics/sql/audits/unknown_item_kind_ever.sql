@@ -1,0 +1,19 @@
+-- audit: unknown_item_kind_ever
+-- scope: ever
+-- title: Items of an unknown kind ever written
+-- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale records (CLEANUP#STALE#<account>) (schema.table).
+-- time: first_seen_at
+-- One row per item (pk, sk) of an unknown kind that any change in the log touched.
+SELECT
+    user_id,
+    item_kind,
+    pk,
+    sk,
+    min(created_at) AS first_seen_at,
+    count(*) AS changes,
+    bool_or(change_kind = 'REMOVE') AS removed,
+    arg_min(event_id, created_at) AS event_id
+FROM changes
+WHERE item_kind IS NULL OR NOT list_contains(getvariable('audit_known_item_kinds'), item_kind)
+GROUP BY user_id, item_kind, pk, sk
+ORDER BY pk, sk

@@ -1,0 +1,10 @@
+-- audit: unknown_status
+-- scope: now
+-- title: Entitlement rows with an unknown status
+-- invariant: an entitlement row is Active, Superseded, Cancelled or Removed (schema.table.EntitlementStatus).
+-- time: changed_at
+-- Every entitlement row whose status now is missing or not one of audit_known_statuses.
+SELECT user_id, array_account_id, status, pk, sk, changed_at, event_id
+FROM entitlements
+WHERE status IS NULL OR NOT list_contains(getvariable('audit_known_statuses'), status)
+ORDER BY user_id, sk

@@ -1,0 +1,168 @@
+"""Adjustments to moto's in-process DynamoDB that the local stack needs, and the version they rely on.
+
+moto[server]==5.2.5 (pinned in pyproject.toml) rolls back a refused TransactWriteItems by deep-copying
+every table the transaction names *before* it runs (items, stream records and all) and, on refusal,
+putting the copies in place of the live tables. Two consequences break a stream consumer:
+
+- the live `StreamShard` is replaced, so every shard iterator handed out before (the KCL consumer's)
+  keeps reading the orphaned shard: it sees the refused transaction's writes as phantom records and
+  never sees another record; the next write also reuses the phantom's sequence number;
+- each transaction copies the whole table and its stream, so writes slow down as the table grows
+  (quadratic over a run), and moto's model instance tracking keeps every copy alive.
+
+`install_transaction_rollback()` replaces that mechanism: the table copy is skipped (moto's
+`copy.deepcopy` of a `Table` inside `transact_write_items` returns the table itself), and the wrapper
+snapshots only the items the transaction names, then on any failure puts those items back and truncates
+the *same* live shard to its length before the call. Refused transactions leave no trace, iterators keep
+working, and a transaction costs what it touches.
+
+What this relies on (checked by `check_moto_supported`): `moto.dynamodb.models` imports the `copy`
+module as `copy` and calls `copy.deepcopy(self.tables[name])` for its backup in
+`DynamoDBBackend.transact_write_items(self, transact_items)`; `DynamoDBBackend.tables`,
+`get_table`, `get_keys_value`; `Table.items` (hash -> range -> Item, or hash -> Item), `Table.get_item`,
+`Table.has_range_key`, `Table.hash_key_attr`, `Table.range_key_attr`, `Table.stream_shard.items`.
+The MotoServer's DynamoDB lock serialises requests, so no reader sees a write before it is rolled back.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SUPPORTED_MOTO_VERSION",
+    "UnsupportedMotoVersion",
+    "check_moto_supported",
+    "install_transaction_rollback",
+]
+
+import copy
+import functools
+import importlib.metadata
+import inspect
+import threading
+from types import ModuleType
+from typing import Any
+
+import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.table import StreamShard, Table
+
+from schema.errors import TerminalError
+
+SUPPORTED_MOTO_VERSION = "5.2.5"
+
+_MARKER = "_entitlements_transaction_rollback"
+_install_lock = threading.Lock()
+_in_transaction = threading.local()
+
+
+class UnsupportedMotoVersion(TerminalError):
+    """The installed moto is not the version whose internals the local stack was written against."""
+
+
+def check_moto_supported() -> None:
+    """Refuse to patch a moto whose internals may differ from the ones relied on."""
+    installed = importlib.metadata.version("moto")
+    if installed != SUPPORTED_MOTO_VERSION:
+        raise UnsupportedMotoVersion(
+            f"the local stack supports moto {SUPPORTED_MOTO_VERSION} only, found {installed}"
+        )
+    checks = (
+        list(inspect.signature(StreamShard.add).parameters) == ["self", "old", "new"],
+        list(inspect.signature(DynamoDBBackend.transact_write_items).parameters)
+        == ["self", "transact_items"],
+        isinstance(getattr(dynamodb_models, "copy", None), ModuleType | _CopyShim),
+    )
+    if not all(checks):
+        raise UnsupportedMotoVersion("moto's DynamoDB internals differ from the ones relied on")
+
+
+class _CopyShim:
+    """Stands in for the `copy` module inside moto.dynamodb.models: inside a transaction, a Table's
+    "backup" is the table itself (the wrapper below rolls back what the transaction touched)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+    @staticmethod
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        if isinstance(value, Table) and getattr(_in_transaction, "active", False):
+            return value
+        return copy.deepcopy(value, memo)
+
+
+_Snapshot = tuple[Table, DynamoType, DynamoType | None, Item | None]
+
+
+def _snapshot(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[_Snapshot]:
+    """The current state of every item the transaction names (malformed entries are moto's to refuse)."""
+    snapshots: list[_Snapshot] = []
+    for entry in transact_items:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            continue
+        op_type, op = next(iter(entry.items()))
+        if not isinstance(op, dict):
+            continue
+        try:
+            table = backend.get_table(op["TableName"])
+            if op_type == "Put":
+                attrs = op["Item"]
+                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = attrs[table.range_key_attr]
+            else:
+                key = op["Key"]
+            hash_key, range_key = backend.get_keys_value(table, key)
+            current = table.get_item(hash_key, range_key)
+        except Exception:  # noqa: S112  (an entry moto itself will refuse; nothing to snapshot)
+            continue
+        snapshots.append((table, hash_key, range_key, copy.deepcopy(current)))
+    return snapshots
+
+
+def _restore(snapshots: list[_Snapshot]) -> None:
+    """Put every snapshotted item back as it was, without writing stream records."""
+    for table, hash_key, range_key, prior in reversed(snapshots):
+        # moto types `items` loosely: hash -> range -> Item, or hash -> Item without a range key.
+        items: dict[Any, Any] = table.items
+        if table.has_range_key:
+            by_range: dict[Any, Any] = items[hash_key]
+            if prior is None:
+                by_range.pop(range_key, None)
+            else:
+                by_range[range_key] = prior
+        elif prior is None:
+            items.pop(hash_key, None)
+        else:
+            items[hash_key] = prior
+
+
+def install_transaction_rollback() -> None:
+    """Make moto's TransactWriteItems roll back in place (see the module docstring). Idempotent."""
+    check_moto_supported()
+    with _install_lock:
+        original = DynamoDBBackend.transact_write_items
+        if getattr(original, _MARKER, False):
+            return
+
+        @functools.wraps(original)
+        def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+            snapshots = _snapshot(self, transact_items)
+            shards = {
+                id(table.stream_shard): (table.stream_shard, len(table.stream_shard.items))
+                for table, *_ in snapshots
+                if table.stream_shard is not None
+            }
+            _in_transaction.active = True
+            try:
+                original(self, transact_items)
+            except BaseException:
+                _restore(snapshots)
+                for shard, length in shards.values():
+                    del shard.items[length:]
+                raise
+            finally:
+                _in_transaction.active = False
+
+        setattr(transact_write_items, _MARKER, True)
+        setattr(dynamodb_models, "copy", _CopyShim())  # noqa: B010  (a module attribute, typed as a module)
+        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]

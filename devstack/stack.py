@@ -1,0 +1,132 @@
+"""The local stack: moto on 127.0.0.1, the TTL emulator beside it, and the entitlements table.
+
+    with LocalStack(clock=clock, region="eu-west-1", table_name="entitlements") as endpoints:
+        ...  # endpoints.endpoint_url serves DynamoDB, Streams, SQS, SNS, S3, CloudWatch
+
+Everything runs in this process: the TTL emulator reaches moto's backend directly (see
+`devstack.ttl_emulator`). Nothing listens off loopback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DynamoDBClientFactory", "LocalStack", "StackEndpoints", "boto3_dynamodb_client"]
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from devstack.moto_server import LOOPBACK, MotoServer
+from devstack.ttl_emulator import TtlEmulator
+from pipeline.clock import Clock
+from pipeline.tables import create_table
+
+_log = logging.getLogger(__name__)
+
+# (endpoint_url, region) -> a DynamoDB client for that endpoint. `Any`: boto3 clients are untyped.
+DynamoDBClientFactory = Callable[[str, str], Any]
+
+# moto accepts any credentials; these never leave the machine.
+_LOCAL_ACCESS_KEY = "testing"
+_LOCAL_SECRET_KEY = "testing"  # noqa: S105  (moto's dummy credentials, not a secret)
+
+
+def boto3_dynamodb_client(endpoint_url: str, region: str) -> Any:
+    """A boto3 DynamoDB client for the local stack (dummy credentials, no metadata lookups)."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=_LOCAL_ACCESS_KEY,
+        aws_secret_access_key=_LOCAL_SECRET_KEY,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StackEndpoints:
+    endpoint_url: str  # every service: DynamoDB, DynamoDB Streams, SQS, SNS, S3, CloudWatch
+    host: str
+    port: int
+    region: str
+    table_name: str | None
+    table_arn: str | None
+    stream_arn: str | None
+
+
+class LocalStack:
+    """moto + the TTL emulator (+ the entitlements table unless `table_name` is None).
+
+    moto's state is process-wide: every moto server in this process shares it, and the emulator scans
+    every table unless `ttl_table_names` names the ones it may touch (tests that share a process do).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        region: str,
+        table_name: str | None,
+        port: int = 0,
+        ttl_interval_seconds: float = 1.0,
+        client_factory: DynamoDBClientFactory = boto3_dynamodb_client,
+        ttl_table_names: Collection[str] | None = None,
+    ) -> None:
+        self._server = MotoServer(port)
+        self._emulator = TtlEmulator(
+            clock,
+            interval_seconds=ttl_interval_seconds,
+            lock=self._server.dynamodb_lock,
+            table_names=ttl_table_names,
+        )
+        self._region = region
+        self._table_name = table_name
+        self._client_factory = client_factory
+        self._endpoints: StackEndpoints | None = None
+
+    @property
+    def ttl_emulator(self) -> TtlEmulator:
+        return self._emulator
+
+    @property
+    def endpoints(self) -> StackEndpoints:
+        if self._endpoints is None:
+            raise RuntimeError("local stack not started")
+        return self._endpoints
+
+    def start(self) -> StackEndpoints:
+        if self._endpoints is not None:
+            return self._endpoints
+        endpoint = self._server.start()
+        try:
+            table_arn = stream_arn = None
+            if self._table_name is not None:
+                table = create_table(self._client_factory(endpoint, self._region), self._table_name)
+                table_arn, stream_arn = table.table_arn, table.stream_arn
+            self._emulator.start()
+        except BaseException:
+            self._server.stop()
+            raise
+        self._endpoints = StackEndpoints(
+            endpoint_url=endpoint,
+            host=LOOPBACK,
+            port=self._server.port,
+            region=self._region,
+            table_name=self._table_name,
+            table_arn=table_arn,
+            stream_arn=stream_arn,
+        )
+        _log.info("local stack up", extra={"port": self._server.port})
+        return self._endpoints
+
+    def stop(self) -> None:
+        self._emulator.stop()
+        self._server.stop()
+        self._endpoints = None
+
+    def __enter__(self) -> StackEndpoints:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

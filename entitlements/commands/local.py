@@ -1,0 +1,130 @@
+"""`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator.
+
+Prints the endpoints and the environment to export so that every other command (simulate, consume, the
+processors) talks to this stack and shares its clock; runs until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+__all__ = ["app", "stack_environment"]
+
+import os
+import shlex
+import signal
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from config import ClockSettings, Settings, load_settings
+from devstack.stack import LocalStack, StackEndpoints
+from entitlements._logging import configure_logging
+from pipeline.clock import clock_from_settings
+
+app = typer.Typer(no_args_is_help=True, help="The local stack (moto on 127.0.0.1).")
+
+# moto accepts any credentials; these dummies keep every SDK (boto3, the Java KCL) off real accounts.
+_LOCAL_CREDENTIAL = "testing"
+
+
+def _clock_settings(settings: Settings, speed: float | None, start: datetime | None) -> ClockSettings:
+    """The shared clock: the settings' own when they set one, else a new simulation starting now."""
+    if speed is None and start is None:
+        return settings.clock
+    now = datetime.now(UTC)
+    begin = start if start is not None else now
+    if begin.tzinfo is None:
+        begin = begin.replace(tzinfo=UTC)
+    return ClockSettings(start=begin, anchor=now, speed=speed if speed is not None else 1.0)
+
+
+def stack_environment(endpoints: StackEndpoints, clock: ClockSettings) -> dict[str, str]:
+    """The variables that point the project's settings (and the AWS SDKs) at the local stack."""
+    env = {
+        "ENTITLEMENTS_AWS__ENDPOINT_URL": endpoints.endpoint_url,
+        "ENTITLEMENTS_AWS__REGION": endpoints.region,
+        "ENTITLEMENTS_AWS__ACCESS_KEY_ID": _LOCAL_CREDENTIAL,
+        "ENTITLEMENTS_AWS__SECRET_ACCESS_KEY": _LOCAL_CREDENTIAL,
+    }
+    if endpoints.table_name is not None:
+        env["ENTITLEMENTS_CONSUMER__TABLE_NAME"] = endpoints.table_name
+    if endpoints.stream_arn is not None:
+        env["ENTITLEMENTS_CONSUMER__STREAM_ARN"] = endpoints.stream_arn
+    if clock.start is not None:
+        env["ENTITLEMENTS_CLOCK__START"] = clock.start.isoformat()
+        env["ENTITLEMENTS_CLOCK__ANCHOR"] = (clock.anchor or clock.start).isoformat()
+        env["ENTITLEMENTS_CLOCK__SPEED"] = repr(clock.speed)
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": _LOCAL_CREDENTIAL,
+            "AWS_SECRET_ACCESS_KEY": _LOCAL_CREDENTIAL,
+            "AWS_DEFAULT_REGION": endpoints.region,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
+    return env
+
+
+@app.command("up")
+def up(
+    *,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1; 0 picks a free one.")] = 0,
+    clock_speed: Annotated[
+        float | None, typer.Option(min=0.000001, help="Start a simulated clock this many times real time.")
+    ] = None,
+    clock_start: Annotated[
+        datetime | None, typer.Option(help="Simulated start (UTC when naive); default now.")
+    ] = None,
+    ttl_interval: Annotated[
+        float, typer.Option(min=0.01, help="Real seconds between TTL emulator passes.")
+    ] = 1.0,
+    table: Annotated[bool, typer.Option("--table/--no-table", help="Create the entitlements table.")] = True,
+    env_file: Annotated[
+        Path | None, typer.Option(help="Also write the exports to this file (mode 0600).")
+    ] = None,
+) -> None:
+    """Run moto + the TTL emulator (+ the table) on 127.0.0.1 until Ctrl-C."""
+    configure_logging()
+    settings = load_settings()
+    clock_settings = _clock_settings(settings, clock_speed, clock_start)
+    stack = LocalStack(
+        clock=clock_from_settings(clock_settings),
+        region=settings.aws.region,
+        table_name=settings.consumer.table_name if table else None,
+        port=port,
+        ttl_interval_seconds=ttl_interval,
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    endpoints = stack.start()
+    try:
+        exports = "".join(
+            f"export {name}={shlex.quote(value)}\n"
+            for name, value in stack_environment(endpoints, clock_settings).items()
+        )
+        if env_file is not None:
+            env_file.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(exports)
+        typer.echo(f"moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch): {endpoints.endpoint_url}")
+        typer.echo(f"region: {endpoints.region}")
+        if endpoints.table_name is not None:
+            typer.echo(f"table: {endpoints.table_name}")
+            typer.echo(f"stream: {endpoints.stream_arn}")
+        speed = f" (simulated clock x{clock_settings.speed})" if clock_settings.start else ""
+        typer.echo(f"ttl emulator: running{speed}")
+        typer.echo("# export these in other shells:")
+        typer.echo(exports, nl=False)
+        typer.echo("# Ctrl-C to stop", err=True)
+        stop.wait()
+    finally:
+        stack.stop()

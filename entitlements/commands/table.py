@@ -1,0 +1,29 @@
+"""`entitlements table create`: make the entitlements table, its GSI1 index, stream and TTL."""
+
+from __future__ import annotations
+
+__all__ = ["app"]
+
+import typer
+
+from config import load_settings
+from entitlements._clients import aws_client
+from entitlements._logging import configure_logging
+from pipeline.tables import create_table
+
+app = typer.Typer(no_args_is_help=True, help="The entitlements table.")
+
+
+@app.command("create")
+def create(
+    table_name: str = typer.Option(None, help="Table name; default the settings' consumer.table_name."),
+) -> None:
+    """Make the table (or bring an existing one to the contract) on the configured endpoint."""
+    configure_logging()
+    settings = load_settings()
+    name = table_name or settings.consumer.table_name
+    table = create_table(aws_client(settings.aws, "dynamodb"), name)
+    state = "created" if table.created else "already existed"
+    typer.echo(f"table {table.table_name} {state}")
+    typer.echo(f"table arn:  {table.table_arn}")
+    typer.echo(f"stream arn: {table.stream_arn}")
