@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from moto.server import ThreadedMotoServer
+
+from devstack.moto_server import MotoServer
 
 # Nothing in the tests may reach a real AWS account or the metadata service.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -17,14 +18,14 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    """A moto server on loopback for the whole session (DynamoDB, Streams, SQS, SNS, S3, CloudWatch)."""
+def moto_server() -> Iterator[MotoServer]:
+    """The project's moto server on loopback for the whole session (DynamoDB, Streams, SQS, SNS, S3,
+    CloudWatch), with the transaction fix and the lock the TTL emulator shares (devstack.moto_server)."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    with MotoServer() as server:
+        yield server
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+
+@pytest.fixture(scope="session")
+def moto_endpoint(moto_server: MotoServer) -> str:
+    return moto_server.endpoint

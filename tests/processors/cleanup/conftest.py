@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer

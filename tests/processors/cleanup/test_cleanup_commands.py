@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cleanup_helpers import NOW, ListSink, make_expiry
+from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
 from typer.testing import CliRunner
 
 from analytics import LakeHandler, open_lake

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from cleanup_helpers import FixedClock, ListSink, make_expiry
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer, FaultPlan

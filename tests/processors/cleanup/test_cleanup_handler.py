@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
+from tests.processors.cleanup.cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import (

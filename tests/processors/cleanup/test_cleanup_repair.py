@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.exceptions import ClientError
-from cleanup_helpers import FixedClock
+from tests.processors.cleanup.cleanup_helpers import FixedClock
 
 from processors.cleanup import DeletedAccountsSource, repair_removed_rows
 

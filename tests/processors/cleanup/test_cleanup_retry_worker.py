@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from cleanup_helpers import FixedClock, ListSink, make_expiry
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (

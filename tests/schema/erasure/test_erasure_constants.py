@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from erasure_test_support import SCHEMA_DIR, load_schema_file
+from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, load_schema_file
 
 from schema.erasure import CHANNEL_CONSTANTS
 

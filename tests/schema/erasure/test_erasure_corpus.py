@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from erasure_test_support import SCHEMA_DIR, corpus_body, corpus_entries, load_schema_file
+from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, corpus_body, corpus_entries, load_schema_file
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from erasure_test_support import load_schema_file
+from tests.schema.erasure.erasure_test_support import load_schema_file
 
 from schema.erasure import (
     CAPABILITY_FIXTURES,

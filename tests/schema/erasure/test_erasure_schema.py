@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 import pytest
-from erasure_test_support import load_schema_file
+from tests.schema.erasure.erasure_test_support import load_schema_file
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from erasure_test_support import receive_all
+from tests.schema.erasure.erasure_test_support import receive_all
 
 from schema.erasure import CAPABILITY_FIXTURES as FIXTURES
 from schema.erasure import (
