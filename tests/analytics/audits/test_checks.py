@@ -1,0 +1,87 @@
+"""analytics/audits/_checks.py and analytics/sql/audits/: the checks' files and their headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from analytics.audits import AUDIT_SQL_DIR, CHECK_ORDER, CheckDefinitionError, Scope, load_checks, load_config
+from analytics.audits._connection import open_connection
+from analytics.lake import Lake
+from analytics.views import create_views
+from tests.analytics.audits.story import Story
+
+
+def test_every_audit_file_is_a_check_in_report_order() -> None:
+    files = sorted(p.stem for p in AUDIT_SQL_DIR.glob("*.sql") if not p.name.startswith("_"))
+    assert sorted(CHECK_ORDER) == files
+    assert [c.name for c in load_checks()] == list(CHECK_ORDER)
+
+
+def test_every_check_says_its_scope_title_and_invariant() -> None:
+    for check in load_checks():
+        assert check.scope in (Scope.NOW, Scope.EVER)
+        assert check.title and check.invariant and check.description, check.name
+
+
+def test_the_duplicate_checks_count_by_user() -> None:
+    grouped = {c.name: c.group_by for c in load_checks() if c.group_by}
+    assert grouped == {"duplicate_active_rows": ("user_id",), "duplicate_active_rows_ever": ("user_id",)}
+
+
+def test_a_file_whose_header_lacks_the_scope_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text("-- audit: odd\n-- title: t\n-- invariant: i\nSELECT 1\n")
+    with pytest.raises(CheckDefinitionError, match="scope"):
+        load_checks(tmp_path)
+
+
+def test_a_file_named_differently_from_its_audit_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(
+        "-- audit: even\n-- scope: now\n-- title: t\n-- invariant: i\nSELECT 1\n"
+    )
+    with pytest.raises(CheckDefinitionError, match="file name"):
+        load_checks(tmp_path)
+
+
+def _variables(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    names = [
+        "audit_as_of",
+        "audit_cleanup_ttl_days",
+        "audit_stale_ttl_days",
+        "audit_ttl_tolerance_seconds",
+        "audit_overlap_tolerance_seconds",
+        "audit_outcome_grace_seconds",
+        "audit_known_statuses",
+        "audit_known_item_kinds",
+        "audit_final_outcomes",
+        "audit_deleted_outcomes",
+    ]
+    return {
+        name: str(con.execute(f"SELECT getvariable('{name}')::VARCHAR").fetchall()[0][0]) for name in names
+    }
+
+
+def test_the_cli_parameters_file_sets_what_python_sets_by_default(lake: Lake) -> None:
+    con, _ = open_connection(lake, load_config())
+    cli = duckdb.connect()
+    create_views(cli, lake)
+    cli.execute((AUDIT_SQL_DIR / "_parameters.sql").read_text())
+    assert _variables(cli) == _variables(con)
+
+
+def test_each_audit_file_runs_as_written_after_the_views_and_the_parameters_file(
+    lake: Lake, story: Story
+) -> None:
+    story.signup("mallory", "acct-m1")
+    story.signup("mallory", "acct-m2")
+    story.land(lake)
+    con = duckdb.connect()
+    create_views(con, lake)
+    con.execute((AUDIT_SQL_DIR / "_parameters.sql").read_text())
+    counts = {c.name: con.sql(c.sql).to_arrow_table().num_rows for c in load_checks()}
+    assert {name: n for name, n in counts.items() if n} == {
+        "duplicate_active_rows": 2,
+        "duplicate_active_rows_ever": 2,
+    }

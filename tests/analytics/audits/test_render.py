@@ -1,0 +1,108 @@
+"""analytics/audits/_render.py: the report as Markdown, JSON and HTML; the HTML opened in headless
+Chromium (Debian's package; `make test` installs it with scripts/install_chromium.sh)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from matplotlib.image import imread
+
+from analytics.audits import AuditReport, audit_charts, render_report
+from tests.analytics.audits.story import Story
+
+Audit = Callable[..., AuditReport]
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+@pytest.fixture
+def planted(story: Story, audit: Audit) -> AuditReport:
+    """A duplicate (3 rows, one user) and a string ttl."""
+    story.signup("mallory", "acct-m1")
+    story.signup("mallory", "acct-m2")
+    story.signup("mallory", "acct-m3")
+    story.cancel("frank", ttl="1893456000")
+    return audit(story)
+
+
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("chromium is not installed: run `bash scripts/install_chromium.sh` (make test does)")
+    return path
+
+
+def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / "chromium-profile"
+    return subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+
+
+def test_markdown_lists_every_check_and_the_failing_rows(planted: AuditReport) -> None:
+    text = render_report(planted, "markdown")
+    assert text.startswith("# Entitlements audit: ERROR")
+    assert all(f"| {r.name} |" in text for r in planted.results)
+    assert "**1** duplicate groups (by user_id), **2** surplus rows, **3** rows involved." in text
+    assert "| mallory | acct-m3 | Active |" in text
+
+
+def test_json_is_the_whole_report(planted: AuditReport) -> None:
+    document = json.loads(render_report(planted, "json"))
+    assert AuditReport.model_validate(document) == planted
+    duplicate = next(r for r in document["results"] if r["name"] == "duplicate_active_rows")
+    assert (duplicate["groups"], duplicate["surplus_rows"], duplicate["rows_involved"]) == (1, 2, 3)
+
+
+def test_the_charts_are_png_images(planted: AuditReport) -> None:
+    charts = audit_charts(planted)
+    assert [c.title.split(" (")[0] for c in charts] == ["Findings per check", "Findings by day"]
+    assert all(c.data_uri.startswith("data:image/png;base64,iVBORw0KGgo") for c in charts)
+
+
+def test_html_escapes_what_the_rows_hold(story: Story, audit: Audit) -> None:
+    story.set_status("frank", "acct-f1", "<script>alert(1)</script>")
+    html = render_report(audit(story), "html")
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_the_html_report_renders_in_headless_chromium_with_its_findings(
+    planted: AuditReport, tmp_path: Path
+) -> None:
+    page = tmp_path / "audit.html"
+    page.write_text(render_report(planted, "html"), encoding="utf-8")
+    dom = run_chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert '<span class="badge error" id="overall-status">ERROR</span>' in dom
+    assert "<b>1</b> duplicate groups (by user_id), <b>2</b> surplus rows, <b>3</b> rows involved." in dom
+    assert "<td>ENTITLEMENT#acct-m3</td>" in dom
+    assert "cleanup_ttl_not_actionable" in dom and "<td>string</td>" in dom
+    assert dom.count('<img class="chart"') == 2
+
+
+def test_the_html_report_screenshot_is_not_blank(planted: AuditReport, tmp_path: Path) -> None:
+    page = tmp_path / "audit.html"
+    page.write_text(render_report(planted, "html"), encoding="utf-8")
+    shot = tmp_path / "audit.png"
+    run_chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri())
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (2000, 1200)
+    colours = {tuple(p) for p in pixels[::8, ::8].reshape(-1, pixels.shape[2]).tolist()}
+    assert len(colours) > 20  # text, badges and charts, not one flat colour

@@ -1,0 +1,116 @@
+"""entitlements/commands/audit.py: `entitlements audit` on the settings' lake, and its exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from analytics.lake import open_lake
+from entitlements.cli import app as cli
+from entitlements.commands.audit import app
+from schema.table import entitlement_key
+from tests.analytics.audits.story import Story, clean_story
+
+
+def land(tmp_path: Path, story: Story) -> dict[str, str]:
+    lake = open_lake(str(tmp_path / "lake"))
+    story.land(lake)
+    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri}
+
+
+def duplicate(story: Story) -> Story:
+    story.signup("mallory", "acct-m1")
+    story.tick(minutes=5)
+    story.signup("mallory", "acct-m2")
+    return story
+
+
+def invoke(env: dict[str, str], *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def test_audit_is_a_top_level_command_of_the_cli() -> None:
+    result = CliRunner().invoke(cli, ["audit", "--help"])
+    assert result.exit_code == 0 and "--as-of" in result.stdout
+
+
+def test_a_clean_lake_exits_zero_with_a_markdown_report(tmp_path: Path) -> None:
+    result = invoke(land(tmp_path, clean_story()))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# Entitlements audit: PASS")
+
+
+def test_a_finding_past_its_error_threshold_exits_one(tmp_path: Path) -> None:
+    result = invoke(land(tmp_path, duplicate(clean_story())), "--format", "json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    found = {r["name"] for r in report["results"] if r["rows_involved"]}
+    assert found == {"duplicate_active_rows", "duplicate_active_rows_ever"}
+
+
+def test_thresholds_from_a_file_can_make_a_finding_a_warning(tmp_path: Path) -> None:
+    thresholds = tmp_path / "t.toml"
+    thresholds.write_text(
+        "[checks.duplicate_active_rows]\nwarn = 1\n[checks.duplicate_active_rows_ever]\nwarn = 1\n"
+    )
+    result = invoke(land(tmp_path, duplicate(clean_story())), "--thresholds", str(thresholds))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# Entitlements audit: WARN")
+
+
+def test_the_html_report_is_written_where_asked(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "audit.html"
+    result = invoke(land(tmp_path, duplicate(clean_story())), "--format", "html", "--output", str(target))
+    assert result.exit_code == 1
+    assert "audit: ERROR (2 error, 0 warn, 20 pass); report written to" in result.stdout
+    assert target.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_as_of_audits_an_earlier_instant(tmp_path: Path) -> None:
+    story = clean_story()
+    before = story.now.isoformat()
+    story.tick(minutes=5)
+    env = land(tmp_path, duplicate(story))
+    assert invoke(env, "--as-of", before).exit_code == 0
+    assert invoke(env).exit_code == 1
+
+
+def test_erased_users_are_excepted_from_the_delete_checks(tmp_path: Path) -> None:
+    story = clean_story()
+    story.delete(entitlement_key("frank", "acct-f1"))
+    env = land(tmp_path, story)
+    erased = tmp_path / "erased.txt"
+    erased.write_text("# erased by request\nfrank\n")
+    assert invoke(env, "--check", "unexpected_delete").exit_code == 1
+    assert invoke(env, "--check", "unexpected_delete", "--erased-users", str(erased)).exit_code == 0
+
+
+def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
+    result = invoke({"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "nowhere")})
+    assert result.exit_code == 2
+    assert "no lake at" in result.stderr and not (tmp_path / "nowhere").exists()
+
+
+def test_an_unreadable_lake_exits_two(tmp_path: Path) -> None:
+    env = land(tmp_path, clean_story())
+    (tmp_path / "lake" / "changes" / "event_date=2030-06-01" / "zz_broken.parquet").write_bytes(b"garbage")
+    result = invoke(env)
+    assert result.exit_code == 2
+    assert "audit failed: AuditError" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--as-of", "yesterday"), ("--check", "no_such_check"), ("--format", "pdf")],
+    ids=["bad-instant", "unknown-check", "unknown-format"],
+)
+def test_a_bad_argument_exits_two(tmp_path: Path, args: tuple[str, ...]) -> None:
+    assert invoke(land(tmp_path, clean_story()), *args).exit_code == 2
+
+
+def test_an_unreadable_thresholds_file_exits_two(tmp_path: Path) -> None:
+    result = invoke(land(tmp_path, clean_story()), "--thresholds", str(tmp_path / "missing.toml"))
+    assert result.exit_code == 2 and "AuditConfigError" in result.stderr
