@@ -30,7 +30,7 @@ from processors.cleanup._errors import (
     ErrArrayUserAlreadyDeleted,
     GuardUnavailableError,
 )
-from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
+from processors.cleanup._table import RowRef, business_time, find_rows_for_account, mark_row_removed
 from processors.cleanup._work import CleanupWork
 from schema.errors import RetryableError, TerminalError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
@@ -166,7 +166,7 @@ class CleanupProcedure:
         to_mark = [row for row in rows if not row.is_removed]
         if not to_mark:
             return self.outcome(work, OutcomeKind.CLEANUP_ROW_MARKED, "already_removed")
-        updated_at = self._clock.now().isoformat()
+        updated_at = business_time(self._clock.now())
         failures = [
             result.code
             for result in (

@@ -13,7 +13,7 @@ from typing import Protocol
 from pipeline.clock import Clock
 from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
-from processors.cleanup._table import find_rows_for_account, mark_row_removed
+from processors.cleanup._table import business_time, find_rows_for_account, mark_row_removed
 
 
 class DeletedAccountsSource(Protocol):
@@ -52,7 +52,7 @@ def repair_removed_rows(
     report = RepairReport()
     accounts = sorted({account for _user, account in source.deleted_accounts() if account})
     report.accounts = len(accounts)
-    updated_at = clock.now().isoformat()
+    updated_at = business_time(clock.now())
     for account in accounts:
         try:
             rows = find_rows_for_account(dynamodb, table_name, account)

@@ -3,18 +3,12 @@ events built directly, an in-memory outcome sink and a fixed clock."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
-from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
@@ -22,6 +16,7 @@ from pipeline.events import CleanupExpired
 from pipeline.tables import create_table
 from processors.cleanup import HttpArrayClient, RetryQueues, ensure_retry_queues
 from schema.table import entitlement_key, gsi1_key
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 
 
 @pytest.fixture
@@ -142,29 +137,3 @@ def drain_queue(sqs: Any) -> Callable[[str], list[dict[str, Any]]]:
         return receive_all(sqs, queue_url)
 
     return drain
-
-
-@pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    """moto in its own process for the cleanup tests: the fault test's thousand cleanups would otherwise
-    share one interpreter lock with the client threads and the fake Array."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                httpx.get(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        process.terminate()
-        process.wait(timeout=10)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
 from typer.testing import CliRunner
 
 from analytics import LakeHandler, open_lake
@@ -20,6 +19,7 @@ from entitlements.commands.cleanup import LakeDeletedAccounts, build_cleanup_han
 from processors.cleanup import ensure_retry_queues
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import ItemKind
+from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
 
 runner = CliRunner()
 

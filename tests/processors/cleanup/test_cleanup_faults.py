@@ -10,14 +10,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
-
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer, FaultPlan
 from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueues
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
 K = OutcomeKind
 EXPIRIES = 1_000

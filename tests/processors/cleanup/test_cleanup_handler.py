@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from tests.processors.cleanup.cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import (
@@ -32,6 +31,7 @@ from processors.cleanup import (
 )
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementRow, ItemKind
+from tests.processors.cleanup.cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
 
 K = OutcomeKind
 
@@ -147,7 +147,7 @@ def test_a_ttl_removal_of_a_cleanup_record_deletes_its_account_and_marks_the_row
     row = get_row("u1", "acct-1")
     assert row is not None
     assert row["status"] == "Removed"
-    assert row["updatedAt"] == NOW.isoformat()
+    assert row["updatedAt"] == "2026-03-01T12:00:00.000Z"  # NOW, in the table's business-time form
 
 
 def test_the_account_the_record_names_is_deleted_never_the_users_current_one(

@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.exceptions import ClientError
-from tests.processors.cleanup.cleanup_helpers import FixedClock
 
 from processors.cleanup import DeletedAccountsSource, repair_removed_rows
+from tests.processors.cleanup.cleanup_helpers import FixedClock
 
 
 class Deleted:

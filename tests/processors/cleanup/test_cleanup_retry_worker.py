@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (
@@ -22,6 +21,7 @@ from processors.cleanup import (
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
 K = OutcomeKind
 
