@@ -114,5 +114,6 @@ def connect(
 ) -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB connection with every view created."""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     create_views(con, lake, mask=mask, from_snapshot=from_snapshot)
     return con

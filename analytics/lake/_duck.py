@@ -5,6 +5,8 @@ from __future__ import annotations
 
 __all__ = ["arrow_reader", "arrow_table", "connect", "literal", "path_list", "read_files_sql"]
 
+import os
+import tempfile
 from collections.abc import Iterable
 
 import duckdb
@@ -12,12 +14,18 @@ import pyarrow as pa
 
 from analytics.lake._filesystem import Lake
 
+# The lake's own queries (snapshots, compaction) stay well inside a shared machine: DuckDB's default is
+# 80% of RAM. Past this it spills to a temporary directory.
+MEMORY_LIMIT = "4GB"
 
-def connect(lake: Lake, *, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+
+def connect(lake: Lake, *, memory_limit: str = MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"SET memory_limit = {literal(memory_limit)}")
+    con.execute(f"SET temp_directory = {literal(os.path.join(tempfile.gettempdir(), 'lake-duckdb-spill'))}")
+    con.execute("SET preserve_insertion_order = false")
     lake.register(con)
     return con
 

@@ -63,6 +63,9 @@ ANCHOR_NAME = "_schema.parquet"
 COMPACTED_FROM_KEY = b"lake.compacted_from"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 COMPRESSION = "zstd"
+_DICTIONARY_COLUMNS = frozenset(
+    {"stream_arn", "shard_id", "event_type", "item_kind", "status", "kind", "source_stream_arn", "detail"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +127,21 @@ def write_parquet_atomic(
     return rows
 
 
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Low-cardinality text columns: dictionary-encoded (smaller, faster to write); the rest plain."""
+    return [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type)
+        and (f.name in _DICTIONARY_COLUMNS or f.name.endswith(("_status", "_gsi1sk", "_ttl_type", "_kind")))
+    ]
+
+
 def _write(sink: object, data: pa.Table | Iterable[pa.RecordBatch], schema: pa.Schema, rgs: int) -> int:
     rows = 0
-    with pq.ParquetWriter(sink, schema, compression=COMPRESSION) as writer:
+    with pq.ParquetWriter(
+        sink, schema, compression=COMPRESSION, use_dictionary=_dictionary_columns(schema)
+    ) as writer:
         if isinstance(data, pa.Table):
             writer.write_table(data.cast(schema) if data.schema != schema else data, row_group_size=rgs)
             rows = data.num_rows

@@ -123,42 +123,43 @@ def ttl_columns(value: object) -> tuple[int | None, str | None, str | None]:
 _SIMPLE = {"string": to_text, "int64": to_int64, "float64": to_float, "bool": to_bool}
 
 
-def _attribute(item: Any, name: str) -> object:
-    value = item.__dict__.get(name)
-    if value is None:
-        extra = item.__pydantic_extra__
-        if extra:
-            value = extra.get(name)
-    return value
+_EMPTY: dict[str, Any] = {}
+
+
+def _strings(values: list[Any]) -> list[str | None]:
+    return [v if v is None or type(v) is str else to_text(v) for v in values]
+
+
+def _image_values(items: list[Any], name: str) -> list[Any]:
+    """One attribute of many items (None where an item is absent or lacks it); declared fields live in
+    the model's __dict__, unknown attributes in its pydantic extras."""
+    fields = [_EMPTY if item is None else item.__dict__ for item in items]
+    extras = [None if item is None else item.__pydantic_extra__ for item in items]
+    return [
+        d[name] if name in d else (x.get(name) if x else None) for d, x in zip(fields, extras, strict=True)
+    ]
 
 
 class ChangeBuffer:
-    """Typed events as columns of the change log. Deduplicates by identity within the buffer."""
+    """Typed events buffered for the change log. Deduplicates by identity within the buffer.
+
+    Events are kept as they come and turned into columns once per file (a list comprehension per column
+    is several times faster than appending to every column per event). Only allow-listed attributes are
+    ever read from an item.
+    """
 
     def __init__(self, allow: AllowList) -> None:
         self.schema = changes_schema(allow)
         self._allow = allow
-        self._columns: dict[str, list[Any]] = {}
-        self._groups: list[tuple[date, str, str]] = []
+        self._events: list[StreamEvent] = []
         self._seen: set[tuple[str, str, str]] = set()
-        # (attribute, converter or None for ttl, target column lists) per image side.
-        self._plans: dict[str, list[tuple[str, Any, tuple[list[Any], ...]]]] = {}
-        self.clear()
 
     def __len__(self) -> int:
-        return len(self._groups)
+        return len(self._events)
 
     def clear(self) -> None:
-        self._columns = {name: [] for name in self.schema.names}
-        self._groups = []
+        self._events = []
         self._seen = set()
-        self._plans = {}
-        for side in ("old", "new"):
-            plan: list[tuple[str, Any, tuple[list[Any], ...]]] = []
-            for spec in self._allow.attributes:
-                targets = tuple(self._columns[f"{side}_{f.name}"] for f in spec.fields())
-                plan.append((spec.attribute, None if spec.type == "ttl" else _SIMPLE[spec.type], targets))
-            self._plans[side] = plan
 
     def append(self, event: StreamEvent) -> bool:
         """Buffer one event; False when the same event (stream, shard, sequence) is already buffered."""
@@ -167,48 +168,68 @@ class ChangeBuffer:
         if identity in self._seen:
             return False
         self._seen.add(identity)
-        created = _utc(event.created_at)
-        c = self._columns
-        c["schema_version"].append(LAKE_SCHEMA_VERSION)
-        c["stream_arn"].append(position.stream_arn)
-        c["shard_id"].append(position.shard_id)
-        c["sequence_number"].append(position.sequence_number)
-        c["sequence_key"].append(sortable_sequence(position.sequence_number))
-        c["event_id"].append(event.event_id)
-        c["event_type"].append(event.event_type.value)
-        c["change_kind"].append(event.change.value)
-        c["created_at"].append(created)
-        c["ttl_deletion"].append(event.ttl_deletion)
-        c["pk"].append(to_text(event.keys.get("pk")))
-        c["sk"].append(to_text(event.keys.get("sk")))
-        c["item_kind"].append(event.item_kind.value)
-        c["user_id"].append(event.user_id)
-        c["has_old_image"].append(event.old_item is not None)
-        c["has_new_image"].append(event.new_item is not None)
-        for side, item in (("old", event.old_item), ("new", event.new_item)):
-            for attribute, convert, targets in self._plans[side]:
-                value = None if item is None else _attribute(item, attribute)
-                if convert is None:
-                    for target, part in zip(targets, ttl_columns(value), strict=True):
-                        target.append(part)
-                else:
-                    targets[0].append(convert(value))
-        self._groups.append((created.date(), position.stream_arn, position.shard_id))
+        self._events.append(event)
         return True
+
+    def _columns(
+        self, events: list[StreamEvent], sequence_keys: list[str], created: list[datetime]
+    ) -> dict[str, list[Any]]:
+        positions = [e.position for e in events]
+        keys = [e.keys for e in events]
+        # StrEnum members are str: Arrow takes them as they are (no per-row `.value` lookups).
+        columns: dict[str, list[Any]] = {
+            "schema_version": [LAKE_SCHEMA_VERSION] * len(events),
+            "stream_arn": [p.stream_arn for p in positions],
+            "shard_id": [p.shard_id for p in positions],
+            "sequence_number": [p.sequence_number for p in positions],
+            "sequence_key": sequence_keys,
+            "event_id": [e.event_id for e in events],
+            "event_type": [e.event_type for e in events],
+            "change_kind": [e.change for e in events],
+            "created_at": created,
+            "ttl_deletion": [e.ttl_deletion for e in events],
+            "pk": _strings([k.get("pk") for k in keys]),
+            "sk": _strings([k.get("sk") for k in keys]),
+            "item_kind": [e.item_kind for e in events],
+            "user_id": [e.user_id for e in events],
+            "has_old_image": [e.old_item is not None for e in events],
+            "has_new_image": [e.new_item is not None for e in events],
+        }
+        for side in ("old", "new"):
+            items = [e.old_item if side == "old" else e.new_item for e in events]
+            for spec in self._allow.attributes:
+                values = _image_values(items, spec.attribute)
+                if spec.type == "ttl":
+                    parts = [ttl_columns(v) for v in values]
+                    for index, f in enumerate(spec.fields()):
+                        columns[f"{side}_{f.name}"] = [part[index] for part in parts]
+                elif spec.type == "string":
+                    columns[f"{side}_{spec.column}"] = _strings(values)
+                else:
+                    convert = _SIMPLE[spec.type]
+                    columns[f"{side}_{spec.column}"] = [convert(v) for v in values]
+        return columns
 
     def files(self) -> Iterator[PendingFile]:
         """One file per (event date, stream, shard), rows in sequence order, named by their range."""
-        if not self._groups:
+        if not self._events:
             return
-        table = pa.table(self._columns, schema=self.schema)
-        by_group: dict[tuple[date, str, str], list[int]] = {}
-        for index, group in enumerate(self._groups):
-            by_group.setdefault(group, []).append(index)
-        keys = self._columns["sequence_key"]
-        for (day, stream_arn, shard_id), indices in sorted(by_group.items()):
-            indices.sort(key=keys.__getitem__)
-            name = change_file_name(stream_arn, shard_id, keys[indices[0]], keys[indices[-1]])
-            yield PendingFile(f"{partition_dir(CHANGES, day)}/{name}", table.take(indices))
+        keyed = sorted(
+            ((sortable_sequence(e.position.sequence_number), e) for e in self._events),
+            key=lambda pair: pair[0],
+        )
+        groups: dict[tuple[date, str, str], tuple[list[StreamEvent], list[str], list[datetime]]] = {}
+        for key, event in keyed:
+            created = _utc(event.created_at)
+            group = (created.date(), event.position.stream_arn, event.position.shard_id)
+            members, keys, times = groups.setdefault(group, ([], [], []))
+            members.append(event)
+            keys.append(key)
+            times.append(created)
+        for (day, stream_arn, shard_id), (members, keys, times) in sorted(groups.items()):
+            table = pa.table(self._columns(members, keys, times), schema=self.schema)
+            name = change_file_name(stream_arn, shard_id, keys[0], keys[-1])
+            yield PendingFile(f"{partition_dir(CHANGES, day)}/{name}", table)
 
 
 class OutcomeBuffer:

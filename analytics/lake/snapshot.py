@@ -43,13 +43,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from analytics.lake._duck import arrow_reader, arrow_table, connect, read_files_sql
+from analytics.lake._duck import connect, path_list
 from analytics.lake._files import (
-    anchor_path,
+    FileEntry,
     delete_file,
     ensure_layout,
     list_files,
@@ -59,7 +59,7 @@ from analytics.lake._files import (
     write_parquet_atomic,
 )
 from analytics.lake._filesystem import Lake
-from analytics.lake._fold import classify, fold_sql, merge_sql
+from analytics.lake._fold import Source, classify, fold
 from analytics.lake._schema import (
     CHANGES,
     PARTITION_COLUMN,
@@ -154,20 +154,33 @@ def read_manifest(lake: Lake) -> SnapshotManifest | None:
     return SnapshotManifest.from_json(read_bytes(lake, entries[-1].path))
 
 
-def _cast_batches(reader: pa.RecordBatchReader, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for batch in reader:
-        yield from pa.Table.from_batches([batch]).cast(schema).to_batches()
-
-
-def _write_query(lake: Lake, con: Any, sql: str, relative: str, schema: pa.Schema) -> int:
-    reader = arrow_reader(con, sql, _BATCH_ROWS)
-    return write_parquet_atomic(lake, relative, _cast_batches(reader, schema), schema)
-
-
-def _max_created(con: Any, source: str, where: str = "") -> datetime | None:
-    sql = f"SELECT epoch_us(max(created_at)) FROM {source} {where}"  # noqa: S608
-    value = con.execute(sql).fetchall()[0][0]
+def _max_created(lake: Lake, files: list[str], where: str = "") -> datetime | None:
+    if not files:
+        return None
+    con = connect(lake)
+    try:
+        source = f"read_parquet({path_list(lake, files)}, union_by_name = true, hive_partitioning = false)"
+        value = con.execute(f"SELECT epoch_us(max(created_at)) FROM {source} {where}").fetchall()[0][0]  # noqa: S608
+    finally:
+        con.close()
     return None if value is None else datetime.fromtimestamp(value / 1_000_000, UTC)
+
+
+def _batches(tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
+    for table in tables:
+        yield from table.to_batches()
+
+
+def _collect(tables: Iterator[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables([schema.empty_table(), *tables])
+
+
+def _count_rows(lake: Lake, files: list[FileEntry]) -> int:
+    total = 0
+    for entry in files:
+        with lake.fs.open_input_file(lake.path(entry.path)) as handle:
+            total += pq.read_metadata(handle).num_rows
+    return total
 
 
 def _later(a: datetime | None, b: datetime | None) -> datetime | None:
@@ -201,35 +214,30 @@ def snapshot(
     files = list_parquet(lake, CHANGES)
     folded: Mapping[str, int] = previous.folded if previous else {}
     to_read, covered = classify(lake, files, folded)
-    changes_anchor = anchor_path(CHANGES)
-    con = connect(lake)
-    try:
-        state_files = list(previous.state_files) if previous else []
-        through = previous.through_created_at if previous else None
-        written_path: str | None = None
-        rows_read = rows_written = 0
-        if to_read or previous is None:
-            source = read_files_sql(lake, changes_anchor, (f.path for f in to_read))
-            counted = con.execute(f"SELECT count(*) FROM {source}").fetchall()[0]  # noqa: S608
-            rows_read = int(counted[0]) if counted else 0
-            through = _later(through, _max_created(con, source))
-            kind = "base" if previous is None else "delta"
-            written_path = f"{STATE_DIR}/{kind}-{version:010d}.parquet"
-            rows_written = _write_query(lake, con, fold_sql(source, allow), written_path, schema)
-            state_files = [*state_files, StateFile(written_path, rows_written, kind)]
-        consolidated = False
-        deltas = [f for f in state_files if f.kind == "delta"]
-        base_rows = sum(f.rows for f in state_files if f.kind == "base")
-        if deltas and (
-            sum(f.rows for f in deltas) > consolidate_ratio * max(base_rows, 1) or len(deltas) > max_deltas
-        ):
-            source = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in state_files))
-            written_path = f"{STATE_DIR}/base-{version:010d}.parquet"
-            rows = _write_query(lake, con, merge_sql(source, allow, live_only=False), written_path, schema)
-            state_files = [StateFile(written_path, rows, "base")]
-            consolidated = True
-    finally:
-        con.close()
+    state_files = list(previous.state_files) if previous else []
+    through = previous.through_created_at if previous else None
+    written_path: str | None = None
+    rows_read = rows_written = 0
+    if to_read or previous is None:
+        paths = [f.path for f in to_read]
+        rows_read = _count_rows(lake, to_read)
+        through = _later(through, _max_created(lake, paths))
+        kind = "base" if previous is None else "delta"
+        written_path = f"{STATE_DIR}/{kind}-{version:010d}.parquet"
+        folded_rows = fold(lake, [Source("changes", tuple(paths))], allow, live_only=False)
+        rows_written = write_parquet_atomic(lake, written_path, _batches(folded_rows), schema)
+        state_files = [*state_files, StateFile(written_path, rows_written, kind)]
+    consolidated = False
+    deltas = [f for f in state_files if f.kind == "delta"]
+    base_rows = sum(f.rows for f in state_files if f.kind == "base")
+    if deltas and (
+        sum(f.rows for f in deltas) > consolidate_ratio * max(base_rows, 1) or len(deltas) > max_deltas
+    ):
+        written_path = f"{STATE_DIR}/base-{version:010d}.parquet"
+        merged = fold(lake, [Source("state", tuple(f.path for f in state_files))], allow, live_only=False)
+        rows = write_parquet_atomic(lake, written_path, _batches(merged), schema)
+        state_files = [StateFile(written_path, rows, "base")]
+        consolidated = True
     # The watermark: every file that exists now and was folded, read, or covered by its lineage.
     seen = {f.path for f in to_read} | {f.path for f in covered} | set(folded)
     manifest = SnapshotManifest(
@@ -284,14 +292,8 @@ def read_snapshot(
     manifest = read_manifest(lake)
     if manifest is None:
         return schema.empty_table()
-    ensure_layout(lake, allow)
-    source = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in manifest.state_files))
-    con = connect(lake)
-    try:
-        table = arrow_table(con, merge_sql(source, allow, live_only=not include_deleted))
-    finally:
-        con.close()
-    return table.cast(schema)
+    sources = [Source("state", tuple(f.path for f in manifest.state_files))]
+    return _collect(fold(lake, sources, allow, live_only=not include_deleted), schema)
 
 
 def _partition_day(path: str) -> date | None:
@@ -304,45 +306,34 @@ def _partition_day(path: str) -> date | None:
     return None
 
 
-def _as_of_query(lake: Lake, as_of: datetime, allow: AllowList) -> tuple[str, int]:
-    """SQL for the live state at `as_of` (stream creation time), and how many change files it reads.
+def _as_of_sources(lake: Lake, as_of: datetime) -> list[Source]:
+    """What the state at `as_of` (stream creation time) folds.
 
-    When the current snapshot folded nothing created after `as_of`, the state at `as_of` is that
-    snapshot plus the changes it has not folded that were created by then; otherwise the log is folded
-    from the start (only partitions up to the instant's date are read).
+    When the current snapshot folded nothing created after `as_of`, it is that snapshot plus the changes
+    it has not folded that were created by then; otherwise the log from the start (only partitions up to
+    the instant's date are read).
     """
     as_of = as_of.astimezone(UTC)
-    stamp = f"TIMESTAMPTZ '{as_of.isoformat()}'"
-    where = f"WHERE created_at <= {stamp}"
+    where = f"WHERE created_at <= TIMESTAMPTZ '{as_of.isoformat()}'"
     manifest = read_manifest(lake)
     files = [
         f
         for f in list_parquet(lake, CHANGES)
         if (day := _partition_day(f.path)) is None or day <= as_of.date()
     ]
-    changes_anchor = anchor_path(CHANGES)
     if manifest and manifest.through_created_at and manifest.through_created_at <= as_of:
         to_read, _ = classify(lake, files, manifest.folded)
-        changes = read_files_sql(lake, changes_anchor, (f.path for f in to_read))
-        states = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in manifest.state_files))
-        columns = ", ".join(state_schema(allow).names)
-        folded_changes = fold_sql(changes, allow, where)
-        source = f"(SELECT {columns} FROM {states} UNION ALL BY NAME {folded_changes})"  # noqa: S608
-        return merge_sql(source, allow, live_only=True), len(to_read)
-    changes = read_files_sql(lake, changes_anchor, (f.path for f in files))
-    return merge_sql(f"({fold_sql(changes, allow, where)})", allow, live_only=True), len(files)
+        return [
+            Source("state", tuple(f.path for f in manifest.state_files)),
+            Source("changes", tuple(f.path for f in to_read), where),
+        ]
+    return [Source("changes", tuple(f.path for f in files), where)]
 
 
 def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> pa.Table:
     """The table's live items as they stood at `as_of` (stream creation time, inclusive)."""
     allow = allow_list or default_allow_list()
-    ensure_layout(lake, allow)
-    sql, _ = _as_of_query(lake, as_of, allow)
-    con = connect(lake)
-    try:
-        return arrow_table(con, sql).cast(state_schema(allow))
-    finally:
-        con.close()
+    return _collect(fold(lake, _as_of_sources(lake, as_of), allow, live_only=True), state_schema(allow))
 
 
 def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> SnapshotResult:
@@ -351,13 +342,11 @@ def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None 
     allow = allow_list or default_allow_list()
     ensure_layout(lake, allow)
     as_of = as_of.astimezone(UTC)
-    sql, files_read = _as_of_query(lake, as_of, allow)
+    sources = _as_of_sources(lake, as_of)
     relative = f"{AS_OF_DIR}/{as_of.strftime('%Y%m%dT%H%M%S%fZ')}.parquet"
-    con = connect(lake)
-    try:
-        rows = _write_query(lake, con, sql, relative, state_schema(allow))
-    finally:
-        con.close()
+    folded_rows = fold(lake, sources, allow, live_only=True)
+    rows = write_parquet_atomic(lake, relative, _batches(folded_rows), state_schema(allow))
+    files_read = sum(len(s.files) for s in sources if s.kind == "changes")
     return SnapshotResult(
         version=None,
         as_of=as_of,
