@@ -16,6 +16,7 @@ __all__ = [
     "CleanupStats",
     "CleanupWork",
     "DeletedAccountsSource",
+    "DrainReport",
     "DynamoDBClient",
     "ErrArrayUserAlreadyDeleted",
     "FlushTiming",
@@ -23,8 +24,10 @@ __all__ = [
     "HttpArrayClient",
     "RepairCandidate",
     "RepairReport",
+    "RetryPass",
     "RetryQueueError",
     "RetryQueues",
+    "RetryWorker",
     "SqsAdminClient",
     "SqsClient",
     "ensure_retry_queues",
@@ -59,3 +62,4 @@ from processors.cleanup._retry_queue import (
     ensure_retry_queues,
 )
 from processors.cleanup._work import CleanupWork, is_cleanup_expiry, work_from_event
+from processors.cleanup.retry_worker import DrainReport, RetryPass, RetryWorker
