@@ -36,24 +36,24 @@ def _timestamp(moment: datetime | None) -> str:
     return f"{literal(moment.isoformat())}::TIMESTAMPTZ"
 
 
-def _single_state(con: Any, lake: Lake) -> bool:
-    """When the current snapshot is one state file and every change file is folded into it, read that
-    file as it is: it holds one row per item, so the views' fold across state files (a window over
-    every item) is not needed. Returns whether it applied."""
+def _single_state(lake: Lake) -> str | None:
+    """The current snapshot's one state file when every change file is folded into it, else None.
+    Such a file holds one row per item, so `now` can read it as it is, without the views' fold across
+    state files (a window over every item)."""
     manifest = read_manifest(lake)
     if manifest is None or len(manifest.state_files) != 1:
-        return False
+        return None
     to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
-    if to_read:
-        return False
-    allow = default_allow_list()
-    state = read_files_sql(lake, anchor_path(STATE_DIR), [manifest.state_files[0].path])
-    live = ", ".join(c for c in state_schema(allow).names if c != "deleted")
+    return None if to_read else manifest.state_files[0].path
+
+
+def _read_state(con: Any, lake: Lake, path: str) -> None:
+    state = read_files_sql(lake, anchor_path(STATE_DIR), [path])
+    live = ", ".join(c for c in state_schema(default_allow_list()).names if c != "deleted")
     con.execute(
         f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM {state} AS s "  # noqa: S608
         "WHERE NOT s.deleted AND NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)"
     )
-    return True
 
 
 def _restrict(con: Any, as_of: datetime) -> None:
@@ -109,9 +109,10 @@ def open_connection(
         if threads:
             con.execute(f"SET threads = {int(threads)}")
         use_snapshot = from_snapshot and as_of is None and read_manifest(lake) is not None
-        create_views(con, lake, from_snapshot=use_snapshot)
-        if use_snapshot:
-            _single_state(con, lake)
+        single = _single_state(lake) if use_snapshot else None
+        create_views(con, lake, from_snapshot=use_snapshot and single is None)
+        if single is not None:
+            _read_state(con, lake, single)
         if as_of is not None:
             _restrict(con, as_of)
         _set_parameters(con, config, as_of)

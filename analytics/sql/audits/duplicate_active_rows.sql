@@ -5,18 +5,23 @@
 -- group_by: user_id
 -- time: changed_at
 -- Every Active entitlement row of a user who has more than one now. Groups are users, surplus rows are
--- the Active rows beyond one per user, rows involved are all of them.
-SELECT
-    user_id,
-    array_account_id,
-    status,
-    pk,
-    sk,
-    item_created_at,
-    item_updated_at,
-    changed_at,
-    event_id
-FROM entitlements
-WHERE status = 'Active'
-QUALIFY count(*) OVER (PARTITION BY user_id) > 1
+-- the Active rows beyond one per user, rows involved are all of them. (Written as two passes over the
+-- Active rows, the users found first: DuckDB then reads the full rows of those users only.)
+WITH active AS NOT MATERIALIZED (
+    SELECT
+        user_id,
+        array_account_id,
+        status,
+        pk,
+        sk,
+        item_created_at,
+        item_updated_at,
+        changed_at,
+        event_id
+    FROM entitlements
+    WHERE status = 'Active'
+)
+SELECT *
+FROM active
+WHERE user_id IN (SELECT user_id FROM active GROUP BY user_id HAVING count(*) > 1)
 ORDER BY user_id, sk
