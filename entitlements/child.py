@@ -10,8 +10,10 @@ __all__ = ["build_registry", "main"]
 
 from amazon_kclpy import kcl
 
+from analytics import LakeHandler, lake_from_settings
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
+from entitlements.commands.cleanup import build_cleanup_handler
 from pipeline.decode import decode_record
 from pipeline.handlers import HandlerRegistry
 from pipeline.journal import JournalHandler
@@ -22,10 +24,14 @@ from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
 
 
 def build_registry(settings: Settings) -> HandlerRegistry:
-    """The handlers, in flush order. Processors come before the lake so their outcomes land with it."""
+    """The handlers, in flush order. The cleanup processor comes before the lake, so the outcomes it
+    adds during its flush are made durable by the lake's flush, before the checkpoint."""
     registry = HandlerRegistry()
     if settings.consumer.event_journal is not None:
         registry.register(JournalHandler(settings.consumer.event_journal, settings.consumer.worker_id))
+    lake = LakeHandler(lake_from_settings(settings), settings.lake)
+    registry.register(build_cleanup_handler(settings, sink=lake))
+    registry.register(lake)
     return registry
 
 

@@ -37,7 +37,9 @@ def test_settings(endpoint: str, table_name: str, state_dir: Path, **overrides: 
         "launcher_jar": LAUNCHER_JAR,
         **overrides.pop("consumer", {}),
     }
+    lake = {"root": str(state_dir / "lake"), "flush_seconds": 1.0, **overrides.pop("lake", {})}
     return load_settings(
+        lake=lake,
         aws={
             "endpoint_url": endpoint,
             "region": "eu-west-1",
