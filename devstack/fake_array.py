@@ -20,7 +20,8 @@ The delete-user call (the shape `processors.cleanup.HttpArrayClient` sends):
 A timeout fault holds the request for `hang_seconds` (longer than the client's timeout) and then processes
 it as usual, so the delete may have happened although the client saw a timeout: its retry then gets 404.
 
-Accounts are registered in process (`add_users`) or over HTTP (`POST /__admin/users` with
+Accounts are registered in process (`add_users`), or, with `every_account_exists=True` (the demo), every
+account exists until its first successful delete. Accounts can also be registered over HTTP (`POST /__admin/users` with
 `{"userIds": [...]}`); `GET /__admin/users/<id>` answers 200 or 404, `GET /__admin/stats` the call counts,
 `POST /__admin/faults` sets faults (the `FaultPlan` fields as JSON). The admin paths take no token: the
 server only ever binds loopback.
@@ -122,6 +123,7 @@ class FakeArrayServer:
         server_token: str = DEFAULT_SERVER_TOKEN,
         faults: FaultPlan | None = None,
         seed: int = 0,
+        every_account_exists: bool = False,
     ) -> None:
         if not _is_loopback(host):
             raise ValueError("the fake Array binds loopback only")
@@ -134,6 +136,9 @@ class FakeArrayServer:
         self._faults = faults or FaultPlan()
         self._users: set[str] = set()
         self._deleted: list[str] = []
+        # Demo mode: every account the service ever linked exists at Array until deleted once, as in
+        # production, without the simulator having to register each one.
+        self._every_account_exists = every_account_exists
         self._calls: list[ArrayCall] = []
         self._throttle_remaining = 0
         self._throttle_retry_after = "0"
@@ -347,7 +352,7 @@ class FakeArrayServer:
         if fault == "timeout":
             time.sleep(plan.hang_seconds)
         with self._lock:
-            existed = user_id in self._users
+            existed = user_id in self._users or (self._every_account_exists and user_id not in self._deleted)
             if existed:
                 self._users.discard(user_id)
                 self._deleted.append(user_id)

@@ -231,3 +231,21 @@ def test_stop_releases_the_port_and_start_twice_is_refused() -> None:
     server.stop()  # idempotent
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{url}/__admin/stats", timeout=1)
+
+
+def test_in_demo_mode_every_account_exists_until_its_first_delete() -> None:
+    import httpx
+
+    from devstack.fake_array import DEFAULT_APP_KEY, DEFAULT_SERVER_TOKEN, FakeArrayServer
+
+    with FakeArrayServer(every_account_exists=True) as server:
+        statuses = [
+            httpx.request(
+                "DELETE",
+                f"{server.url}/api/user/v2",
+                headers={"x-array-server-token": DEFAULT_SERVER_TOKEN},
+                json={"appKey": DEFAULT_APP_KEY, "userId": "never-registered"},
+            ).status_code
+            for _ in range(2)
+        ]
+    assert statuses == [200, 404]
