@@ -20,9 +20,9 @@ The delete-user call (the shape `processors.cleanup.HttpArrayClient` sends):
 A timeout fault holds the request for `hang_seconds` (longer than the client's timeout) and then processes
 it as usual, so the delete may have happened although the client saw a timeout: its retry then gets 404.
 
-Accounts are registered in process (`add_users`), or, with `every_account_exists=True` (the demo), every
-account exists until its first successful delete. Accounts can also be registered over HTTP (`POST /__admin/users` with
-`{"userIds": [...]}`); `GET /__admin/users/<id>` answers 200 or 404, `GET /__admin/stats` the call counts,
+Accounts are registered in process (`add_users`) or over HTTP (`POST /__admin/users` with
+`{"userIds": [...]}`); with `every_account_exists=True` (the demo) every account exists until its first
+successful delete; `GET /__admin/users/<id>` answers 200 or 404, `GET /__admin/stats` the call counts,
 `POST /__admin/faults` sets faults (the `FaultPlan` fields as JSON). The admin paths take no token: the
 server only ever binds loopback.
 

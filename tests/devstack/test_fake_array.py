@@ -234,10 +234,6 @@ def test_stop_releases_the_port_and_start_twice_is_refused() -> None:
 
 
 def test_in_demo_mode_every_account_exists_until_its_first_delete() -> None:
-    import httpx
-
-    from devstack.fake_array import DEFAULT_APP_KEY, DEFAULT_SERVER_TOKEN, FakeArrayServer
-
     with FakeArrayServer(every_account_exists=True) as server:
         statuses = [
             httpx.request(
