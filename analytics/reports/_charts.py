@@ -3,7 +3,7 @@ state, no display needed)."""
 
 from __future__ import annotations
 
-__all__ = ["Chart", "bar_chart", "line_chart", "png_base64"]
+__all__ = ["Chart", "bar_chart", "grouped_bar_chart", "line_chart", "png_base64"]
 
 import base64
 import io
@@ -98,6 +98,7 @@ def line_chart(
             heights = [float(v or 0) for v in values]
             axes.bar(positions, heights, bottom=bottom, label=name, color=_PALETTE[index % len(_PALETTE)])
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         step = max(1, len(x) // 12)
         axes.set_xticks(positions[::step], labels=[str(v) for v in x][::step], rotation=45, ha="right",
                         fontsize=8)  # fmt: skip
@@ -111,5 +112,39 @@ def line_chart(
     axes.set_ylabel(ylabel)
     axes.grid(alpha=0.3)
     if len(series) > 1:
+        axes.legend(fontsize=8)
+    return Chart(title=title, alt=alt or title, png=png_base64(figure))
+
+
+def grouped_bar_chart(
+    title: str,
+    labels: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    *,
+    xlabel: str = "",
+    log_scale: bool = False,
+    alt: str = "",
+) -> Chart:
+    """Horizontal bars, one group per label and one bar per series in it; `log_scale` (symmetric log,
+    linear below 0.1) keeps small values visible beside large ones."""
+    count = max(1, len(series))
+    height = max(2.5, 0.3 * len(labels) * count + 1.2)
+    figure = _figure(9.0, height)
+    axes = figure.add_subplot()
+    width = 0.8 / count
+    for index, (name, values) in enumerate(series.items()):
+        positions = [p + index * width for p in range(len(labels))]
+        axes.barh(positions, [float(v or 0) for v in values], height=width, label=name,
+                  color=_PALETTE[index % len(_PALETTE)])  # fmt: skip
+    axes.set_yticks(
+        [p + width * (count - 1) / 2 for p in range(len(labels))], labels=list(labels), fontsize=8
+    )
+    axes.invert_yaxis()
+    if log_scale:
+        axes.set_xscale("symlog", linthresh=0.1)
+    axes.set_xlabel(xlabel)
+    axes.set_title(title)
+    axes.grid(axis="x", alpha=0.3)
+    if count > 1:
         axes.legend(fontsize=8)
     return Chart(title=title, alt=alt or title, png=png_base64(figure))

@@ -1,0 +1,77 @@
+"""entitlements/commands/mine.py: `entitlements mine REPORT` and `entitlements mine --list`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner, Result
+
+from analytics.lake import open_lake
+from analytics.mining import load_reports
+from entitlements.cli import app as cli
+from entitlements.commands.mine import app
+from tests.analytics.audits.story import clean_story
+
+
+def landed(tmp_path: Path) -> dict[str, str]:
+    lake = open_lake(str(tmp_path / "lake"))
+    clean_story().land(lake)
+    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri}
+
+
+def invoke(env: dict[str, str], *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def test_mine_is_a_top_level_command_of_the_cli() -> None:
+    result = CliRunner().invoke(cli, ["mine", "--list"])
+    assert result.exit_code == 0 and "daily_activity" in result.stdout
+
+
+def test_list_names_every_report_with_its_title() -> None:
+    lines = invoke({}, "--list").stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [r.name for r in load_reports()]
+    assert "Reactivation within the grace period" in lines[2]
+
+
+def test_a_report_prints_as_a_table_by_default(tmp_path: Path) -> None:
+    result = invoke(landed(tmp_path), "accounts_per_user")
+    assert result.exit_code == 0, result.output
+    assert "Array accounts per user" in result.stdout
+
+
+def test_a_report_prints_as_json(tmp_path: Path) -> None:
+    result = invoke(landed(tmp_path), "daily_activity", "--format", "json")
+    assert json.loads(result.stdout)["rows"][0]["signups"] == 2
+
+
+def test_markdown_written_to_a_file_gets_its_chart_beside_it(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "latency.md"
+    result = invoke(landed(tmp_path), "cleanup_latency", "--format", "markdown", "--output", str(target))
+    assert result.exit_code == 0, result.output
+    assert "(latency.chart1.png)" in target.read_text()
+    assert (tmp_path / "out" / "latency.chart1.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_html_is_written_where_asked(tmp_path: Path) -> None:
+    target = tmp_path / "active.html"
+    assert (
+        invoke(landed(tmp_path), "active_over_time", "--format", "html", "--output", str(target)).exit_code
+        == 0
+    )
+    assert target.read_text().startswith("<!DOCTYPE html>") and "data:image/png;base64," in target.read_text()
+
+
+def test_an_unknown_report_exits_two(tmp_path: Path) -> None:
+    result = invoke(landed(tmp_path), "nope")
+    assert result.exit_code == 2 and "unknown report" in result.stderr
+
+
+def test_no_report_named_exits_two() -> None:
+    assert invoke({}).exit_code == 2
+
+
+def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
+    result = invoke({"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "nowhere")}, "daily_activity")
+    assert result.exit_code == 2 and "no lake at" in result.stderr
