@@ -1,7 +1,8 @@
 """`entitlements audit`: check every invariant seed 000 states over the settings' lake, now and ever.
 
     entitlements audit [--format markdown|json|html] [--output PATH] [--as-of TIME]
-                       [--thresholds PATH] [--erased-users PATH] [--check NAME ...] [--from-log]
+                       [--thresholds PATH] [--erased-users PATH] [--erasure-ledger]
+                       [--check NAME ...] [--from-log]
 
 Exit status, so that a schedule can gate on it: 0 when no check reached its error threshold, 1 when one
 did, 2 when the audit could not run (no lake, an unreadable lake or thresholds file, a bad argument).
@@ -9,8 +10,10 @@ did, 2 when the audit could not run (no lake, an unreadable lake or thresholds f
 `now` checks read the table's state: the latest snapshot plus the changes it has not folded (or the whole
 log with --from-log); with --as-of, the state at that instant of stream time (ApproximateCreationDateTime)
 and the history up to then. The checks are analytics/sql/audits/*.sql; thresholds default to
-analytics/audits/defaults.toml. --erased-users names users (one id per line) whose deletes an erasure
-made: they are not reported. The demo (`entitlements demo`) ends with `run_audit`.
+analytics/audits/defaults.toml. The erasure exception (deletes an erasure made are not reported) is empty
+unless given: --erased-users names users (one id per line), --erasure-ledger asks the erasure ledger
+(`<consumer.state_dir>/erasure-ledger`, keyed by `erasure.ledger_key`: processors/erasure) about every user
+with a delete that would otherwise be reported. The demo (`entitlements demo`) ends with `run_audit`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from analytics.audits import ReportFormat, Status, load_checks, load_config, ren
 from analytics.lake import lake_from_settings
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
+from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 
 app = typer.Typer(add_completion=False)
 
@@ -65,6 +69,7 @@ def run_audit(
     erased_user_ids: list[str] | None = None,
     checks: list[str] | None = None,
     from_log: bool = False,
+    use_erasure_ledger: bool = False,
 ) -> int:
     """Audit the settings' lake, print or write the report, and return the exit status (0, 1 or 2).
     Never raises: any failure is reported on stderr as its class name and returns 2."""
@@ -79,12 +84,18 @@ def run_audit(
             policy=settings.policy,
             known_checks=frozenset(c.name for c in load_checks()),
         )
+        ledger = (
+            ErasureLedger(settings.consumer.state_dir / LEDGER_DIR_NAME, settings.erasure.ledger_key)
+            if use_erasure_ledger
+            else None
+        )
         report = run_audits(
             lake,
             config,
             as_of=as_of,
             checks=checks or None,
             erased_user_ids=erased_user_ids or [],
+            ledger=ledger,
             from_snapshot=not from_log,
         )
         text = render_report(report, fmt)
@@ -122,6 +133,12 @@ def audit_command(
         Path | None,
         typer.Option("--erased-users", help="A file of user ids (one a line) whose deletes were erasures."),
     ] = None,
+    erasure_ledger: Annotated[
+        bool,
+        typer.Option(
+            "--erasure-ledger", help="Except the deletes of users the erasure ledger says were erased."
+        ),
+    ] = False,
     check: Annotated[
         list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")
     ] = None,
@@ -150,5 +167,6 @@ def audit_command(
         erased_user_ids=erased,
         checks=check,
         from_log=from_log,
+        use_erasure_ledger=erasure_ledger,
     )
     raise typer.Exit(code)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
 
 from analytics.lake import open_lake
+from config import load_settings
 from entitlements.cli import app as cli
 from entitlements.commands.audit import app
+from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.table import entitlement_key
 from tests.analytics.audits.story import Story, clean_story
 
@@ -86,6 +89,16 @@ def test_erased_users_are_excepted_from_the_delete_checks(tmp_path: Path) -> Non
     erased.write_text("# erased by request\nfrank\n")
     assert invoke(env, "--check", "unexpected_delete").exit_code == 1
     assert invoke(env, "--check", "unexpected_delete", "--erased-users", str(erased)).exit_code == 0
+
+
+def test_the_erasure_ledger_excepts_the_users_it_records(tmp_path: Path) -> None:
+    story = clean_story()
+    story.delete(entitlement_key("frank", "acct-f1"))
+    env = {**land(tmp_path, story), "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
+    ledger = ErasureLedger(tmp_path / "state" / LEDGER_DIR_NAME, load_settings().erasure.ledger_key)
+    ledger.record_started("frank", datetime.now(UTC))
+    assert invoke(env, "--check", "unexpected_delete").exit_code == 1
+    assert invoke(env, "--check", "unexpected_delete", "--erasure-ledger").exit_code == 0
 
 
 def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
