@@ -18,6 +18,7 @@ from analytics.audits import (
 )
 from analytics.audits import render_report as render
 from analytics.lake import Lake, snapshot
+from schema.table import entitlement_key
 from tests.analytics.audits.conftest import found
 from tests.analytics.audits.story import TOKEN_CANARY, Story
 
@@ -149,3 +150,17 @@ def test_no_processor_token_reaches_any_rendering(story: Story, audit: Audit) ->
     assert any(TOKEN_CANARY in str(e.new_item) for e in story.events)
     for fmt in ("markdown", "json", "html"):
         assert "PTOK" not in render(report, fmt)
+
+
+def test_replayed_events_in_other_files_are_counted_once(story: Story, lake: Lake) -> None:
+    plant_duplicate(story)
+    story.delete(entitlement_key("frank", "acct-f1"))
+    story.land(lake, flush_rows=5)
+    story.land(lake, flush_rows=9)  # a replay: the same events, batched differently
+    report = run_audits(lake)
+    assert found(report) == {
+        "duplicate_active_rows": 2,
+        "duplicate_active_rows_ever": 2,
+        "unexpected_delete": 1,
+    }
+    assert report.result("duplicate_active_rows").surplus_rows == 1
