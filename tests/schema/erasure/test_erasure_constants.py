@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, load_schema_file
 
 from schema.erasure import CHANNEL_CONSTANTS
+from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, load_schema_file
 
 C = CHANNEL_CONSTANTS
 SEED_NAMES = {

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, corpus_body, corpus_entries, load_schema_file
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
@@ -19,6 +18,12 @@ from schema.erasure import REQUEST_TYPES, ErasureContractError, parse_erasure_re
 from schema.erasure._json import NOT_JSON, load_json_text
 from schema.erasure._models import message_adapter
 from schema.erasure._resources import CONFORMANCE_CORPUS_FILE, read_json_resource
+from tests.schema.erasure.erasure_test_support import (
+    SCHEMA_DIR,
+    corpus_body,
+    corpus_entries,
+    load_schema_file,
+)
 
 CORPUS = load_schema_file("erasure-conformance-corpus.json")
 ENTRIES = corpus_entries()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from tests.schema.erasure.erasure_test_support import load_schema_file
 
 from schema.erasure import (
     CAPABILITY_FIXTURES,
@@ -16,6 +15,7 @@ from schema.erasure import (
     restamp_expires_at,
     serialize_erasure_message,
 )
+from tests.schema.erasure.erasure_test_support import load_schema_file
 
 SCHEMA_DEFS = load_schema_file("erasure-contract.schema.json")["$defs"]
 PAIRS = CAPABILITY_FIXTURES.pairs

@@ -6,12 +6,12 @@ import re
 from typing import Any
 
 import pytest
-from tests.schema.erasure.erasure_test_support import load_schema_file
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from schema.erasure import erasure_contract_schema
 from schema.erasure._schema import FORMAT_CHECKER, MESSAGE_VALIDATOR
+from tests.schema.erasure.erasure_test_support import load_schema_file
 
 SCHEMA = load_schema_file("erasure-contract.schema.json")
 DEFS = SCHEMA["$defs"]

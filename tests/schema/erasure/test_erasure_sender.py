@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 import pytest
-from tests.schema.erasure.erasure_test_support import receive_all
 
 from schema.erasure import CAPABILITY_FIXTURES as FIXTURES
 from schema.erasure import (
@@ -21,6 +20,7 @@ from schema.erasure import (
     parse_erasure_message,
 )
 from schema.errors import RetryableError
+from tests.schema.erasure.erasure_test_support import receive_all
 
 LOGGER = "tests.erasure.sender"
 ACK = AckResponse(request_id="req-1", send_no=2, subscriber="space", outcome="DONE")
