@@ -10,10 +10,10 @@ redelivered. Every step is idempotent, so an abandoned call finishing late is ha
 
 from __future__ import annotations
 
-__all__ = ["BoundedCalls", "Deadline"]
+__all__ = ["BoundedCalls", "Deadline", "Parallel"]
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
@@ -21,6 +21,7 @@ from typing import TypeVar
 from processors.erasure._errors import ErasureTimeoutError
 
 _T = TypeVar("_T")
+_I = TypeVar("_I")
 
 # A call is not started with less time than this left.
 MIN_CALL_SECONDS = 0.02
@@ -74,3 +75,22 @@ class BoundedCalls:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class Parallel:
+    """Runs one function over several items at once (each account of a batch, each message's finish).
+    The function must not raise: it returns its own error. Tasks may make `BoundedCalls` calls (a
+    separate pool), so the two pools never wait on each other."""
+
+    def __init__(self, max_workers: int) -> None:
+        if max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="erasure-task")
+
+    def map(self, fn: Callable[[_I], _T], items: Sequence[_I]) -> list[_T]:
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

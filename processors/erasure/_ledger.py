@@ -45,6 +45,7 @@ LEDGER_DIR_NAME = "erasure-ledger"
 _ID_LENGTH = 64
 _HEX = frozenset("0123456789abcdef")
 ERASE_PASSES = 2
+_LOCK_STRIPES = 64
 
 
 class LedgerEntry(BaseModel):
@@ -79,7 +80,7 @@ class ErasureLedger:
         self._root = root
         self._mac = hmac.new(secret, digestmod=hashlib.sha256)
         self._erased: set[str] = set()
-        self._lock = threading.Lock()
+        self._locks = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
         self._root_ready = False
 
     def __repr__(self) -> str:
@@ -114,7 +115,7 @@ class ErasureLedger:
         """Make sure the account has an entry (written before anything is deleted); returns its key.
         Idempotent: an existing entry is kept as it is."""
         ledger_id = self.ledger_id(user_id)
-        with self._lock:
+        with self._lock_for(ledger_id):
             if self._read(ledger_id) is None:
                 self._write(ledger_id, LedgerEntry(started_at=at))
         self._erased.add(ledger_id)
@@ -123,7 +124,7 @@ class ErasureLedger:
     def record_pass(self, user_id: str, pass_number: int, at: datetime) -> LedgerEntry:
         """Note that pass `pass_number` finished; the last pass completes the entry. Idempotent."""
         ledger_id = self.ledger_id(user_id)
-        with self._lock:
+        with self._lock_for(ledger_id):
             current = self._read(ledger_id) or LedgerEntry(started_at=at)
             passes = max(current.passes, pass_number)
             completed_at = current.completed_at
@@ -151,6 +152,9 @@ class ErasureLedger:
     @staticmethod
     def _valid_id(value: str) -> bool:
         return len(value) == _ID_LENGTH and set(value) <= _HEX
+
+    def _lock_for(self, ledger_id: str) -> threading.Lock:
+        return self._locks[int(ledger_id[:4], 16) % _LOCK_STRIPES]
 
     def _path(self, ledger_id: str) -> Path:
         return self._root / f"{ledger_id}.json"

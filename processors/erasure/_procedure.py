@@ -36,7 +36,7 @@ from processors.cleanup import (
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
-from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._clients import DynamoDBTableClient
 from processors.erasure._consumer_stores import ConsumerStores
 from processors.erasure._errors import ErasureStepError
@@ -80,10 +80,17 @@ def _code(error: BaseException) -> str:
 
 class AccountErasure:
     def __init__(
-        self, targets: ErasureTargets, calls: BoundedCalls, *, batch_timeout: float, clock: Clock
+        self,
+        targets: ErasureTargets,
+        calls: BoundedCalls,
+        *,
+        batch_timeout: float,
+        clock: Clock,
+        parallel: Parallel | None = None,
     ) -> None:
         self._t = targets
         self._calls = calls
+        self._parallel = parallel or Parallel(1)
         self._batch = batch_timeout
         self._clock = clock
         self._table = UserTable(targets.dynamodb, targets.table_name, calls, batch_timeout)
@@ -96,15 +103,25 @@ class AccountErasure:
 
     def erase(self, user_ids: Sequence[str], deadline: Deadline) -> dict[str, EntitlementsError | None]:
         """One pass over `user_ids`: each maps to None (erased everywhere) or the error that stopped it."""
-        results: dict[str, EntitlementsError | None] = {}
+        accounts = list(dict.fromkeys(user_ids))
         counts = EraseCounts()
-        for user_id in dict.fromkeys(user_ids):
+
+        def table_side(user_id: str) -> EraseCounts | EntitlementsError:
             try:
-                self._erase_table_side(user_id, deadline, counts)
+                return self._erase_table_side(user_id, deadline)
             except EntitlementsError as error:
-                results[user_id] = error
-            else:
-                results[user_id] = None
+                return error
+
+        results: dict[str, EntitlementsError | None] = {}
+        for user_id, outcome in zip(accounts, self._parallel.map(table_side, accounts), strict=True):
+            if isinstance(outcome, EntitlementsError):
+                results[user_id] = outcome
+                continue
+            results[user_id] = None
+            counts.array_accounts += outcome.array_accounts
+            counts.cleanup_records += outcome.cleanup_records
+            counts.entitlement_rows += outcome.entitlement_rows
+            counts.other_items += outcome.other_items
         ready = [user_id for user_id, error in results.items() if error is None]
         if ready:
             try:
@@ -127,19 +144,22 @@ class AccountErasure:
         )
         return results
 
-    def _erase_table_side(self, user_id: str, deadline: Deadline, counts: EraseCounts) -> None:
+    def _erase_table_side(self, user_id: str, deadline: Deadline) -> EraseCounts:
+        """Steps 1 to 4 for one account, in order."""
         t = self._t
+        counts = EraseCounts()
         now = self._clock.now()
         self._calls.call("ledger", lambda: t.ledger.record_started(user_id, now), deadline, self._batch)
         items = self._table.read(user_id, deadline)
         for account in items.array_account_ids:
             self._delete_array_account(account, deadline)
             counts.array_accounts += 1
-        counts.cleanup_records += self._table.delete(items.cleanup_keys, deadline, step="cleanup-records")
-        counts.entitlement_rows += self._table.delete(
+        counts.cleanup_records = self._table.delete(items.cleanup_keys, deadline, step="cleanup-records")
+        counts.entitlement_rows = self._table.delete(
             items.entitlement_keys, deadline, step="entitlement-rows"
         )
-        counts.other_items += self._table.delete(items.other_keys, deadline, step="other-items")
+        counts.other_items = self._table.delete(items.other_keys, deadline, step="other-items")
+        return counts
 
     def _delete_array_account(self, account: str, deadline: Deadline) -> None:
         array = self._t.array

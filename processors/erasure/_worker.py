@@ -43,19 +43,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from datetime import datetime
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from config import ErasureSettings
 from pipeline.clock import Clock
-from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._capabilities import Handling, handling_for, not_applicable_answer
 from processors.erasure._clients import CloudWatchClient, ErasureSqsClient
 from processors.erasure._config import ErasureTimings, checked_timings
 from processors.erasure._errors import (
     ErasureConfigError,
     ErasurePassAttributeError,
+    ErasureStepError,
     aws_error_code,
     converted,
 )
@@ -111,8 +111,8 @@ class WorkerStats:
 
     def add(self, report: BatchReport) -> None:
         self.batches += 1
-        for field in fields(report):
-            setattr(self, field.name, getattr(self, field.name) + getattr(report, field.name))
+        for counter in fields(report):
+            setattr(self, counter.name, getattr(self, counter.name) + getattr(report, counter.name))
 
 
 @dataclass(slots=True)
@@ -134,6 +134,19 @@ class _Job:
     receipt: str
     request: ErasureRequest
     pass_number: int
+
+
+@dataclass(slots=True)
+class _Batch:
+    """One received batch: its report, its deadline and the messages it consumed (to delete)."""
+
+    report: BatchReport
+    deadline: Deadline
+    consumed: list[tuple[_Job, str]] = field(default_factory=list)
+
+
+def _account(job: _Job) -> str:
+    return job.request.key if isinstance(job.request, EraseRequest) else ""
 
 
 def _pass_number(message: Mapping[str, Any]) -> int:
@@ -166,7 +179,7 @@ class ErasureWorker:
         targets: ErasureTargets,
         clock: Clock,
         outcomes: OutcomeRecorder | None = None,
-        max_call_threads: int = 8,
+        concurrency: int = 8,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._timings: ErasureTimings = checked_timings(settings)
@@ -181,9 +194,18 @@ class ErasureWorker:
         self._clock = clock
         self._outcomes = outcomes
         self._monotonic = monotonic
-        self._calls = BoundedCalls(max_workers=max_call_threads)
+        if concurrency < 1:
+            raise ErasureConfigError("concurrency must be at least 1")
+        # Each parallel task waits on at most one bounded call at a time; the margin absorbs calls
+        # abandoned after their budget.
+        self._calls = BoundedCalls(max_workers=2 * concurrency + 4)
+        self._parallel = Parallel(concurrency)
         self._erasure = AccountErasure(
-            targets, self._calls, batch_timeout=self._timings.batch_timeout_seconds, clock=clock
+            targets,
+            self._calls,
+            batch_timeout=self._timings.batch_timeout_seconds,
+            clock=clock,
+            parallel=self._parallel,
         )
         self.stats = WorkerStats()
 
@@ -192,7 +214,15 @@ class ErasureWorker:
         return self._timings
 
     def close(self) -> None:
-        self._calls.close()
+        """Write the outcomes still buffered, then stop the worker's threads."""
+        try:
+            if self._outcomes is not None:
+                self._outcomes.flush()
+        except Exception as error:  # closing must not raise; the ledger holds the truth
+            logger.error("erasure outcomes not flushed", extra={"code": type(error).__name__})
+        finally:
+            self._parallel.close()
+            self._calls.close()
 
     def __enter__(self) -> ErasureWorker:
         return self
@@ -258,7 +288,7 @@ class ErasureWorker:
         report = BatchReport(received=len(messages))
         if not messages:
             return report
-        deadline = Deadline(self._timings.handler_timeout_seconds, monotonic=self._monotonic)
+        batch = _Batch(report, Deadline(self._timings.handler_timeout_seconds, monotonic=self._monotonic))
         now = self._clock.now()
         not_applicable: list[_Job] = []
         holdings: list[_Job] = []
@@ -268,7 +298,7 @@ class ErasureWorker:
             if job is None:
                 continue
             if is_expired(job.request, now):
-                self._consume_expired(job, deadline, report)
+                batch.consumed.append((job, "expired"))  # no answer at all
                 continue
             handling = handling_for(job.request)
             if handling is Handling.NOT_APPLICABLE:
@@ -277,11 +307,12 @@ class ErasureWorker:
                 holdings.append(job)
             else:
                 erasures.append(job)
-        self._answer_not_applicable(not_applicable, deadline, report)
+        self._answer_not_applicable(not_applicable, batch)
         for job in holdings:
-            self._answer_holdings(job, deadline, report)
+            self._answer_holdings(job, batch)
         if erasures:
-            self._erase(erasures, deadline, report)
+            self._erase(erasures, batch)
+        self._delete_consumed(batch)
         self.stats.add(report)
         logger.info("erasure batch", extra={f.name: getattr(report, f.name) for f in fields(report)})
         return report
@@ -289,7 +320,7 @@ class ErasureWorker:
     # -- steps --------------------------------------------------------------------------------------
 
     def _validated(self, message: Mapping[str, Any], report: BatchReport) -> _Job | None:
-        """Steps 1: the typed request, or None for a refused message, which stays on the queue."""
+        """Step 1: the typed request, or None for a refused message, which stays on the queue."""
         body = message.get("Body")
         receipt = message.get("ReceiptHandle")
         if not isinstance(receipt, str):
@@ -308,30 +339,20 @@ class ErasureWorker:
         assert isinstance(body, str)
         return _Job(body=body, receipt=receipt, request=request, pass_number=pass_number)
 
-    def _consume_expired(self, job: _Job, deadline: Deadline, report: BatchReport) -> None:
-        try:
-            self._delete(job, deadline)
-        except EntitlementsError as error:
-            self._failed(job, error, report)
-            return
-        report.expired += 1
-        logger.info("expired erasure request consumed", extra={"type": job.request.type})
-
-    def _answer_not_applicable(self, jobs: list[_Job], deadline: Deadline, report: BatchReport) -> None:
+    def _answer_not_applicable(self, jobs: list[_Job], batch: _Batch) -> None:
         answered = 0
         for job in jobs:
             try:
-                self._send(not_applicable_answer(job.request, self._subscriber), deadline)
-                answered += 1
-                self._delete(job, deadline)
+                self._send(not_applicable_answer(job.request, self._subscriber), batch.deadline)
             except EntitlementsError as error:
-                self._failed(job, error, report)
+                self._failed(job, error, batch.report)
                 continue
-            report.not_applicable += 1
+            answered += 1
+            batch.consumed.append((job, "not_applicable"))
         if answered:
-            self._count_not_applicable(answered, deadline, report)
+            self._count_not_applicable(answered, batch)
 
-    def _count_not_applicable(self, count: int, deadline: Deadline, report: BatchReport) -> None:
+    def _count_not_applicable(self, count: int, batch: _Batch) -> None:
         """One datum per batch. A failure is logged and counted, not retried: the answers are sent."""
 
         def put() -> None:
@@ -344,19 +365,19 @@ class ErasureWorker:
                 )
 
         try:
-            self._calls.call("metric", put, deadline, self._timings.batch_timeout_seconds)
+            self._calls.call("metric", put, batch.deadline, self._timings.batch_timeout_seconds)
         except EntitlementsError as error:
-            report.metric_failures += 1
+            batch.report.metric_failures += 1
             logger.error(
                 "ErasureNotApplicable metric not sent",
                 extra={"code": getattr(error, "code", "error"), "count": count},
             )
 
-    def _answer_holdings(self, job: _Job, deadline: Deadline, report: BatchReport) -> None:
+    def _answer_holdings(self, job: _Job, batch: _Batch) -> None:
         request = job.request
         assert isinstance(request, CheckRequest | ClassifyRequest)
         try:
-            answer = self._erasure.holdings(request.key, deadline)
+            answer = self._erasure.holdings(request.key, batch.deadline)
             self._send(
                 HoldingsResponse(
                     request_id=request.request_id,
@@ -365,92 +386,170 @@ class ErasureWorker:
                     key=request.key,
                     answer=answer,
                 ),
+                batch.deadline,
+            )
+        except EntitlementsError as error:
+            self._failed(job, error, batch.report)
+            return
+        batch.consumed.append((job, "holdings"))
+
+    def _erase(self, jobs: list[_Job], batch: _Batch) -> None:
+        user_ids = [_account(job) for job in jobs]
+        results = self._erasure.erase(user_ids, batch.deadline)
+        firsts: list[_Job] = []
+        finals: list[_Job] = []
+        for job in jobs:
+            error = results.get(_account(job))
+            if error is not None:
+                self._failed(job, error, batch.report)
+            elif job.pass_number < ERASE_PASSES:
+                firsts.append(job)
+            else:
+                finals.append(job)
+        if firsts:
+            self._enqueue_pass_two(firsts, batch)
+        if finals:
+            try:
+                self._complete(finals, batch.deadline)
+            except EntitlementsError as error:
+                for job in finals:
+                    self._failed(job, error, batch.report)
+                return
+            acks = self._parallel.map(lambda job: self._acknowledge(job, batch.deadline), finals)
+            for job, failure in zip(finals, acks, strict=True):
+                if failure is None:
+                    batch.consumed.append((job, "done"))
+                else:
+                    self._failed(job, failure, batch.report)
+
+    def _enqueue_pass_two(self, jobs: list[_Job], batch: _Batch) -> None:
+        """Each first pass's own body back on the store's queue, delayed, with the pass attribute (one
+        SendMessageBatch for the batch); the originals are deleted with the rest of the batch."""
+        entries = [
+            {
+                "Id": str(number),
+                "MessageBody": job.body,
+                "DelaySeconds": self._timings.pass_two_delay_seconds,
+                "MessageAttributes": {PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": _PASS_TWO}},
+            }
+            for number, job in enumerate(jobs)
+        ]
+
+        def send() -> Any:
+            with converted("pass-two-enqueue"):
+                return self._sqs.send_message_batch(QueueUrl=self._queue_url, Entries=entries)
+
+        try:
+            response = self._calls.call(
+                "pass-two-enqueue", send, batch.deadline, self._timings.batch_timeout_seconds
+            )
+        except EntitlementsError as error:
+            for job in jobs:
+                self._failed(job, error, batch.report)
+            return
+        failed = {
+            str(entry.get("Id")): str(entry.get("Code", "error")) for entry in response.get("Failed") or []
+        }
+        for number, job in enumerate(jobs):
+            code = failed.get(str(number))
+            if code is None:
+                batch.consumed.append((job, "pass_one"))
+            else:
+                self._failed(job, ErasureStepError("pass-two-enqueue", code), batch.report)
+
+    def _acknowledge(self, job: _Job, deadline: Deadline) -> EntitlementsError | None:
+        request = job.request
+        assert isinstance(request, EraseRequest)
+        try:
+            self._send(
+                AckResponse(
+                    request_id=request.request_id,
+                    send_no=request.send_no,
+                    subscriber=self._subscriber,
+                    outcome="DONE",
+                ),
                 deadline,
             )
-            self._delete(job, deadline)
         except EntitlementsError as error:
-            self._failed(job, error, report)
-            return
-        report.holdings += 1
+            return error
+        return None
 
-    def _erase(self, jobs: list[_Job], deadline: Deadline, report: BatchReport) -> None:
-        user_ids = [job.request.key for job in jobs if isinstance(job.request, EraseRequest)]
-        results = self._erasure.erase(user_ids, deadline)
-        for job in jobs:
-            request = job.request
-            assert isinstance(request, EraseRequest)
-            error = results.get(request.key)
-            if error is not None:
-                self._failed(job, error, report)
-                continue
+    def _delete_consumed(self, batch: _Batch) -> None:
+        """Delete every message the batch consumed (one DeleteMessageBatch per 10), counting each under
+        what consumed it; a message whose delete fails is redelivered, and answered again, harmlessly."""
+        consumed = batch.consumed
+        for start in range(0, len(consumed), MAX_MESSAGES):
+            chunk = consumed[start : start + MAX_MESSAGES]
+            entries = [{"Id": str(n), "ReceiptHandle": job.receipt} for n, (job, _) in enumerate(chunk)]
+
+            def delete(entries: list[dict[str, str]] = entries) -> Any:
+                with converted("delete-message"):
+                    return self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
+
             try:
-                if job.pass_number < ERASE_PASSES:
-                    self._finish_pass_one(job, deadline)
-                    report.pass_one += 1
-                else:
-                    self._finish_pass_two(job, request, deadline)
-                    report.done += 1
-            except EntitlementsError as failure:
-                self._failed(job, failure, report)
-
-    def _finish_pass_one(self, job: _Job, deadline: Deadline) -> None:
-        ledger = self._erasure.targets.ledger
-        user_id = job.request.key if isinstance(job.request, EraseRequest) else ""
-        now = self._clock.now()
-        batch = self._timings.batch_timeout_seconds
-        self._calls.call("ledger", lambda: ledger.record_pass(user_id, 1, now), deadline, batch)
-
-        def enqueue() -> None:
-            with converted("pass-two-enqueue"):
-                self._sqs.send_message(
-                    QueueUrl=self._queue_url,
-                    MessageBody=job.body,
-                    DelaySeconds=self._timings.pass_two_delay_seconds,
-                    MessageAttributes={PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": _PASS_TWO}},
+                response = self._calls.call(
+                    "delete-message", delete, batch.deadline, self._timings.batch_timeout_seconds
                 )
+            except EntitlementsError as error:
+                for job, _ in chunk:
+                    self._failed(job, error, batch.report)
+                continue
+            failed = {
+                str(entry.get("Id")): str(entry.get("Code", "error"))
+                for entry in response.get("Failed") or []
+            }
+            for number, (job, counter) in enumerate(chunk):
+                code = failed.get(str(number))
+                if code is not None:
+                    self._failed(job, ErasureStepError("delete-message", code), batch.report)
+                    continue
+                setattr(batch.report, counter, getattr(batch.report, counter) + 1)
+                if counter == "expired":
+                    logger.info("expired erasure request consumed", extra={"type": job.request.type})
 
-        self._calls.call("pass-two-enqueue", enqueue, deadline, batch)
-        self._delete(job, deadline)
-
-    def _finish_pass_two(self, job: _Job, request: EraseRequest, deadline: Deadline) -> None:
+    def _complete(self, finals: list[_Job], deadline: Deadline) -> None:
+        """Second passes done: complete their ledger entries, unmask them in the lake (one write for the
+        batch) and record `erasure.completed` outcomes (no personal data), before any ACK goes out."""
         targets = self._erasure.targets
-        user_id = request.key
+        user_ids = list(
+            dict.fromkeys(job.request.key for job in finals if isinstance(job.request, EraseRequest))
+        )
         now = self._clock.now()
         batch = self._timings.batch_timeout_seconds
-        self._calls.call(
-            "ledger", lambda: targets.ledger.record_pass(user_id, ERASE_PASSES, now), deadline, batch
-        )
-        self._calls.call("lake-unmask", lambda: targets.lake.unmask([user_id]), deadline, batch)
-        if self._outcomes is not None:
-            self._record_outcome(targets.ledger.ledger_id(user_id), now, deadline)
-        self._send(
-            AckResponse(
-                request_id=request.request_id,
-                send_no=request.send_no,
-                subscriber=self._subscriber,
-                outcome="DONE",
-            ),
-            deadline,
-        )
-        self._delete(job, deadline)
 
-    def _record_outcome(self, ledger_id: str, now: datetime, deadline: Deadline) -> None:
+        def complete(user_id: str) -> EntitlementsError | None:
+            try:
+                self._calls.call(
+                    "ledger", lambda: targets.ledger.record_pass(user_id, ERASE_PASSES, now), deadline, batch
+                )
+            except EntitlementsError as error:
+                return error
+            return None
+
+        for error in self._parallel.map(complete, user_ids):
+            if error is not None:
+                raise error
+        self._calls.call("lake-unmask", lambda: targets.lake.unmask(user_ids), deadline, batch)
         recorder = self._outcomes
-        assert recorder is not None
-        outcome = OutcomeEvent(
-            outcome_id=outcome_id(f"erasure:{ledger_id}", OutcomeKind.ERASURE_COMPLETED),
-            kind=OutcomeKind.ERASURE_COMPLETED,
-            occurred_at=now,
-            user_id=None,  # no personal data: the ledger id links it to the ledger
-            array_account_id=None,
-            detail=ledger_id,
-        )
+        if recorder is None:
+            return
+        outcomes = [
+            OutcomeEvent(
+                outcome_id=outcome_id(f"erasure:{ledger_id}", OutcomeKind.ERASURE_COMPLETED),
+                kind=OutcomeKind.ERASURE_COMPLETED,
+                occurred_at=now,
+                user_id=None,  # no personal data: the ledger id links the outcome to the ledger
+                array_account_id=None,
+                detail=ledger_id,
+            )
+            for ledger_id in (targets.ledger.ledger_id(user_id) for user_id in user_ids)
+        ]
 
         def record() -> None:
-            recorder.add_outcome(outcome)
-            recorder.flush()
+            for outcome in outcomes:
+                recorder.add_outcome(outcome)  # written by the recorder's own bounds, and at close
 
-        self._calls.call("outcome", record, deadline, self._timings.batch_timeout_seconds)
+        self._calls.call("outcome", record, deadline, batch)
 
     # -- calls --------------------------------------------------------------------------------------
 
@@ -458,13 +557,6 @@ class ErasureWorker:
         self._calls.call(
             "answer", lambda: self._sender.send(response), deadline, self._timings.batch_timeout_seconds
         )
-
-    def _delete(self, job: _Job, deadline: Deadline) -> None:
-        def delete() -> None:
-            with converted("delete-message"):
-                self._sqs.delete_message(QueueUrl=self._queue_url, ReceiptHandle=job.receipt)
-
-        self._calls.call("delete-message", delete, deadline, self._timings.batch_timeout_seconds)
 
     @staticmethod
     def _failed(job: _Job, error: BaseException, report: BatchReport) -> None:

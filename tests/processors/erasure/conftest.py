@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from erasure_subscriber_helpers import Responses, Stack
+from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack
 from pydantic import SecretStr
 
 from analytics import Lake, open_lake

@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from erasure_subscriber_helpers import Stack, cleanup_item, entitlement_item, erase
+from tests.processors.erasure.erasure_subscriber_helpers import Stack, cleanup_item, entitlement_item, erase
 
 from processors.erasure import NOT_APPLICABLE_METRIC, ErasureLedger
 from schema.erasure import (

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from erasure_subscriber_helpers import check
+from tests.processors.erasure.erasure_subscriber_helpers import check
 from typer.testing import CliRunner
 
 from config import load_settings

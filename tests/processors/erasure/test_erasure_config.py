@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import erasure_settings
+from tests.processors.erasure.conftest import erasure_settings
 
 from pipeline.clock import SystemClock
 from processors.erasure import (

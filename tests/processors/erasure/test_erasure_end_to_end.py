@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from erasure_subscriber_helpers import (
+from tests.processors.erasure.erasure_subscriber_helpers import (
     Stack,
     adapter_bytes,
     check,
@@ -232,7 +232,8 @@ def test_the_ledger_remembers_the_erasure_without_personal_data(
 def test_an_erasure_completed_outcome_lands_with_no_user_id(
     erased: Any, lake: Lake, ledger: ErasureLedger
 ) -> None:
-    account, _, _, _ = erased
+    account, stack, _, _ = erased
+    stack.worker.close()  # outcomes are written by the recorder's own bounds, and at close
     con = connect(lake)
     rows = con.execute("SELECT user_id, detail FROM outcomes WHERE kind = 'erasure.completed'").fetchall()
     assert rows == [(None, ledger.ledger_id(account.user))]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import LEDGER_KEY
+from tests.processors.erasure.conftest import LEDGER_KEY
 from pydantic import SecretStr
 
 from processors.erasure import ErasureLedger, erased_filter

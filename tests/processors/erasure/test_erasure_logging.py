@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from erasure_subscriber_helpers import Stack, check, cleanup_item, entitlement_item, erase
+from tests.processors.erasure.erasure_subscriber_helpers import Stack, check, cleanup_item, entitlement_item, erase
 
 from devstack.fake_array import FakeArrayServer
 from entitlements._logging import configure_logging

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from erasure_subscriber_helpers import cleanup_item, entitlement_item
+from tests.processors.erasure.erasure_subscriber_helpers import cleanup_item, entitlement_item
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock

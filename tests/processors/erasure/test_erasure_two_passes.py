@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
+from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
 
 from devstack.fake_array import FakeArrayServer
 from processors.erasure import PASS_ATTRIBUTE
