@@ -107,6 +107,13 @@ def _settings() -> tuple[Settings, ErasureSettings]:
     try:
         erasure = erasure_settings(settings, os.environ)
         checked_timings(erasure)
+        if erasure.pass_two_delay_seconds <= settings.consumer.commit_interval_seconds:
+            # An event the consumer buffered just before the ledger entry lands up to one commit
+            # interval later, after the first pass's purge: only a later second pass removes it.
+            raise ErasureConfigError(
+                f"pass_two_delay_seconds={erasure.pass_two_delay_seconds} must exceed the consumer's "
+                f"commit_interval_seconds={settings.consumer.commit_interval_seconds:g}"
+            )
     except (ErasureEnvironmentError, ErasureConfigError) as refused:
         typer.echo(f"refusing to start: {refused}", err=True)
         raise typer.Exit(code=2) from None

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack
 from pydantic import SecretStr
 
 from analytics import Lake, open_lake
@@ -29,6 +28,7 @@ from processors.erasure import (
     OutcomeRecorder,
     ensure_erasure_channel,
 )
+from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack
 from tests.support.dynamodb import client
 
 LEDGER_KEY = SecretStr("test-erasure-ledger-key")

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import Stack
 
 from processors.erasure import CAPABILITIES, Handling, handling_for
 from schema.erasure import CAPABILITY_FIXTURES, CapabilityPair, restamp_expires_at
+from tests.processors.erasure.erasure_subscriber_helpers import Stack
 
 PAIRS = CAPABILITY_FIXTURES.pairs
 

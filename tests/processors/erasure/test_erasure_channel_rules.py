@@ -9,8 +9,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.processors.erasure.erasure_subscriber_helpers import Stack, cleanup_item, entitlement_item, erase
-
 from processors.erasure import NOT_APPLICABLE_METRIC, ErasureLedger
 from schema.erasure import (
     CHANNEL_CONSTANTS,
@@ -23,6 +21,7 @@ from schema.erasure import (
     RefileRequest,
 )
 from schema.table import user_pk
+from tests.processors.erasure.erasure_subscriber_helpers import Stack, cleanup_item, entitlement_item, erase
 
 INVALID = json.dumps({"type": "erasure/ERASE", "requestId": "never-answered", "sendNo": 1})
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import check
 from typer.testing import CliRunner
 
 from config import load_settings
 from entitlements.commands.erasure import app, build_worker, erasure_settings
 from pipeline.tables import create_table
 from schema.erasure import ErasureEnvironmentError, parse_erasure_message, serialize_erasure_message
+from tests.processors.erasure.erasure_subscriber_helpers import check
 
 runner = CliRunner()
 
@@ -53,8 +53,15 @@ def test_setup_creates_the_channel_and_says_where_it_is(env: dict[str, str], sqs
         {"ENTITLEMENTS_ERASURE__HANDLER_TIMEOUT_SECONDS": "61"},
         {"ERASURE_PASS_TWO_DELAY_SECONDS": "301", "ERASURE_BATCH_TIMEOUT_SECONDS": "1"},
         {"ERASURE_PASS_TWO_DELAY_SECONDS": "10"},  # the contract's pair: both or neither
+        {"ENTITLEMENTS_ERASURE__PASS_TWO_DELAY_SECONDS": "5"},  # not above the 5 s commit interval
     ],
-    ids=["max-receive-count", "handler-timeout", "contract-pass-two-delay", "contract-half-set"],
+    ids=[
+        "max-receive-count",
+        "handler-timeout",
+        "contract-pass-two-delay",
+        "contract-half-set",
+        "below-commit",
+    ],
 )
 def test_the_worker_and_setup_refuse_to_start_above_a_cap(env: dict[str, str], extra: dict[str, str]) -> None:
     for command in ("worker", "setup"):

@@ -9,7 +9,6 @@ import uuid
 from typing import Any
 
 import pytest
-from tests.processors.erasure.conftest import erasure_settings
 
 from pipeline.clock import SystemClock
 from processors.erasure import (
@@ -21,6 +20,7 @@ from processors.erasure import (
     ensure_erasure_channel,
 )
 from schema.erasure import CHANNEL_CONSTANTS
+from tests.processors.erasure.conftest import erasure_settings
 
 
 def test_settings_at_every_cap_are_accepted() -> None:

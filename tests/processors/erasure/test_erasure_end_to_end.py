@@ -10,14 +10,6 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import (
-    Stack,
-    adapter_bytes,
-    check,
-    cleanup_item,
-    entitlement_item,
-    erase,
-)
 
 from analytics import Lake, LakeHandler, connect, snapshot
 from devstack.fake_array import FakeArrayServer
@@ -29,6 +21,14 @@ from processors.erasure import ErasureLedger
 from schema.erasure import AckResponse, HoldingsResponse
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import user_pk
+from tests.processors.erasure.erasure_subscriber_helpers import (
+    Stack,
+    adapter_bytes,
+    check,
+    cleanup_item,
+    entitlement_item,
+    erase,
+)
 from tests.support.dynamodb import read_stream
 
 

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.processors.erasure.conftest import LEDGER_KEY
 from pydantic import SecretStr
 
 from processors.erasure import ErasureLedger, erased_filter
+from tests.processors.erasure.conftest import LEDGER_KEY
 
 AT = datetime(2026, 5, 1, 12, tzinfo=UTC)
 USER = "user-ledger-0001"

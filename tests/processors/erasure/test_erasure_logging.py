@@ -11,11 +11,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import Stack, check, cleanup_item, entitlement_item, erase
 
 from devstack.fake_array import FakeArrayServer
 from entitlements._logging import configure_logging
 from schema.erasure import CheckRequest, EraseRequest, RefileRequest
+from tests.processors.erasure.erasure_subscriber_helpers import (
+    Stack,
+    check,
+    cleanup_item,
+    entitlement_item,
+    erase,
+)
 
 CANARY = f"canary{uuid.uuid4().hex[:8]}"
 # Loggers of the in-process moto server (it logs the requests it serves): not the worker's lines.

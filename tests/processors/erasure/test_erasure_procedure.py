@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from tests.processors.erasure.erasure_subscriber_helpers import cleanup_item, entitlement_item
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock
@@ -24,6 +23,7 @@ from processors.erasure import (
     ErasureTimeoutError,
 )
 from schema.table import user_pk
+from tests.processors.erasure.erasure_subscriber_helpers import cleanup_item, entitlement_item
 
 
 class BrokenLake:

@@ -8,12 +8,11 @@ import time
 import uuid
 from typing import Any
 
-from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
-
 from devstack.fake_array import FakeArrayServer
 from processors.erasure import PASS_ATTRIBUTE
 from schema.erasure import AckResponse
 from schema.table import user_pk
+from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
 
 
 def _items(dynamodb: Any, table: Any, user: str) -> list[dict[str, Any]]:
