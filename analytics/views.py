@@ -7,6 +7,7 @@ hide every user in the `erased_users` table (the mask, empty by default).
 
 Views (columns in schema/lake.md):
 - raw_changes, raw_outcomes: every landed row, replays included (lake health only)
+- change_files, change_files_to_dedupe: the change files' ranges (from footers) and those that overlap
 - changes, outcomes: one row per stream event / outcome, exactly once
 - item_versions: every state of every item, with validity in stream time
 - current_items: the latest image of every live item (from the log, or the snapshot: `from_snapshot`)
@@ -34,10 +35,11 @@ from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_
 from analytics.lake.snapshot import read_manifest
 
 SQL_DIR = Path(__file__).parent / "sql"
-MASK_TABLE = "erased_users"
 VIEW_NAMES: tuple[str, ...] = (
     "raw_changes",
     "raw_outcomes",
+    "change_files",
+    "change_files_to_dedupe",
     "changes",
     "outcomes",
     "item_versions",
@@ -71,15 +73,21 @@ def _current_from_snapshot(lake: Lake, allow: AllowList) -> str | None:
         return None
     to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
     states = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in manifest.state_files))
-    changes = read_files_sql(lake, anchor_path(CHANGES), (f.path for f in to_read))
     columns = state_schema(allow).names
-    listed = ", ".join(columns)
     live = ", ".join(c for c in columns if c != "deleted")
+    mask = "NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)"
+    if len(manifest.state_files) == 1 and not to_read:
+        # One fold and nothing new: every item appears once, no dedupe needed.
+        return (
+            f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM {states} AS s "  # noqa: S608
+            f"WHERE NOT deleted AND {mask}"
+        )
+    changes = read_files_sql(lake, anchor_path(CHANGES), (f.path for f in to_read))
+    listed = ", ".join(columns)
     return (
         f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM ("  # noqa: S608
         f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME {fold_sql(changes, allow)}) AS s "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {MASK_TABLE} AS e WHERE e.user_id = s.user_id) "
-        f"QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
+        f"WHERE {mask} QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
         ") WHERE NOT deleted"
     )
 

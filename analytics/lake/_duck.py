@@ -3,7 +3,7 @@ SQL literals for file lists."""
 
 from __future__ import annotations
 
-__all__ = ["arrow_reader", "arrow_table", "connect", "literal", "path_list", "read_files_sql"]
+__all__ = ["arrow_table", "connect", "literal", "path_list", "read_files_sql"]
 
 import os
 import tempfile
@@ -49,7 +49,3 @@ def read_files_sql(lake: Lake, anchor: str, relatives: Iterable[str]) -> str:
 
 def arrow_table(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     return con.sql(sql).to_arrow_table()
-
-
-def arrow_reader(con: duckdb.DuckDBPyConnection, sql: str, batch_size: int) -> pa.RecordBatchReader:
-    return con.sql(sql).to_arrow_reader(batch_size)

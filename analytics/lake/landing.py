@@ -144,6 +144,8 @@ class LakeHandler:
         self._changes.clear()
         self._outcomes.clear()
         self._oldest = None
+        # Hand Arrow's freed buffers back to the system: a long run keeps the footprint of a short one.
+        pa.default_memory_pool().release_unused()
 
     def _write(self, item: PendingFile) -> None:
         write_parquet_atomic(self._lake, item.relative, item.table, item.table.schema)

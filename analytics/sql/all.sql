@@ -5,6 +5,7 @@
 .read analytics/sql/00_mask.sql
 .read analytics/sql/10_raw_changes.sql
 .read analytics/sql/11_raw_outcomes.sql
+.read analytics/sql/15_change_files.sql
 .read analytics/sql/20_changes.sql
 .read analytics/sql/21_outcomes.sql
 .read analytics/sql/30_item_versions.sql

@@ -171,3 +171,29 @@ def test_create_views_works_on_an_existing_connection(lake: Lake, history: Table
     create_views(con, lake)
     create_views(con, lake)  # idempotent
     assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
+
+
+def test_only_files_that_overlap_another_are_deduplicated(lake: Lake, history: TableSim) -> None:
+    _land(lake, history, flush_rows=30)
+    con = connect(lake)
+    assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == [(0,)]
+    replay_of = TableSim(seed=0)
+    replay_of.events = history.events[40:90]
+    _land(lake, replay_of, flush_rows=7)  # other batch boundaries over the same events
+    con = connect(lake)
+    overlapping = con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall()[0][0]
+    total = con.execute("SELECT count(*) FROM change_files").fetchall()[0][0]
+    assert 0 < overlapping < total
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
+
+
+def test_a_file_without_statistics_is_always_deduplicated(lake: Lake, history: TableSim) -> None:
+    _land(lake, history, flush_rows=30)
+    entry = list_parquet(lake, CHANGES)[0]
+    table = pq.read_table(lake.path(entry.path))
+    copy = entry.path.replace(".parquet", "_copy.parquet")
+    pq.write_table(table, lake.path(copy), write_statistics=False)
+    con = connect(lake)
+    every_file = con.execute("SELECT count(*) FROM change_files").fetchall()
+    assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == every_file
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
