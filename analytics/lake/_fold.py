@@ -12,7 +12,6 @@ __all__ = [
     "covered",
     "fold",
     "fold_sql",
-    "merge_sql",
 ]
 
 import json
@@ -45,15 +44,6 @@ def fold_sql(source: str, allow: AllowList, where: str = "") -> str:
         "created_at AS changed_at, stream_arn, shard_id, sequence_number, sequence_key, event_id, "
         f"event_type, change_kind FROM {source} {where} "
         f"QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
-    )
-
-
-def merge_sql(source: str, allow: AllowList, *, live_only: bool) -> str:
-    columns = ", ".join(state_schema(allow).names)
-    live = "WHERE NOT deleted" if live_only else ""
-    return (
-        f"SELECT {columns} FROM (SELECT * FROM {source} "  # noqa: S608
-        f"QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1) {live}"
     )
 
 

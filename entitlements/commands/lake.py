@@ -103,7 +103,13 @@ def _text(value: Any) -> str:
 def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None) -> None:
     if fmt is OutputFormat.PARQUET:
         if output is None:
-            raise typer.BadParameter("--format parquet needs --output PATH")
+            if sys.stdout.isatty():
+                raise typer.BadParameter("--format parquet needs --output PATH or a redirected stdout")
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd")
+            sys.stdout.buffer.write(sink.getvalue().to_pybytes())
+            sys.stdout.flush()
+            return
         pq.write_table(table, output, compression="zstd")
         typer.echo(f"{table.num_rows} rows written to {output}", err=True)
         return

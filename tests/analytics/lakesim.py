@@ -7,7 +7,6 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from pipeline.events import (
@@ -309,7 +308,3 @@ def state_rows(table: Any) -> dict[tuple[str, str], dict[str, Any]]:
         }
         for row in rows
     }
-
-
-def decimal_ttl(value: str) -> Decimal:
-    return Decimal(value)

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -79,3 +80,12 @@ def test_compact_reports_what_it_merged(landed: tuple[Lake, dict[str, str]]) -> 
     out = _run(env, "compact")
     assert out.startswith("changes: ")
     assert "outcomes: " in out
+
+
+def test_sql_writes_parquet_to_a_redirected_stdout(
+    landed: tuple[Lake, dict[str, str]], history: TableSim
+) -> None:
+    _, env = landed
+    result = CliRunner().invoke(app, ["sql", "SELECT * FROM changes", "--format", "parquet"], env=env)
+    assert result.exit_code == 0
+    assert pq.read_table(pa.BufferReader(result.stdout_bytes)).num_rows == len(history.events)
