@@ -28,12 +28,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
 
 def _register() -> None:
     for module_name, group in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"entitlements.commands.{module_name}")
-        except ModuleNotFoundError as missing:
-            if missing.name == f"entitlements.commands.{module_name}":
-                continue  # a command group not built yet
-            raise
+        module = importlib.import_module(f"entitlements.commands.{module_name}")
         sub: typer.Typer = module.app
         if group is None:
             for command in sub.registered_commands:
