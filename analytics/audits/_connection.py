@@ -13,11 +13,7 @@ from typing import Any
 import duckdb
 
 from analytics.audits._config import AuditConfig
-from analytics.lake import CHANGES, Lake, read_manifest, state_schema
-from analytics.lake._duck import literal, read_files_sql
-from analytics.lake._files import anchor_path, list_parquet
-from analytics.lake._fold import classify
-from analytics.lake._schema import STATE_DIR, default_allow_list
+from analytics.lake import Lake, read_manifest
 from analytics.views import create_views
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus, ItemKind
@@ -26,34 +22,19 @@ EXCEPTIONS_TABLE = "audit_erasure_exceptions"
 DELETED_OUTCOMES = frozenset({OutcomeKind.CLEANUP_DELETED, OutcomeKind.CLEANUP_ALREADY_DELETED})
 
 
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _list(values: Iterable[str]) -> str:
-    return "[" + ", ".join(literal(v) for v in sorted(values)) + "]"
+    return "[" + ", ".join(_literal(v) for v in sorted(values)) + "]"
 
 
 def _timestamp(moment: datetime | None) -> str:
     if moment is None:
         return "NULL::TIMESTAMPTZ"
-    return f"{literal(moment.isoformat())}::TIMESTAMPTZ"
-
-
-def _single_state(lake: Lake) -> str | None:
-    """The current snapshot's one state file when every change file is folded into it, else None.
-    Such a file holds one row per item, so `now` can read it as it is, without the views' fold across
-    state files (a window over every item)."""
-    manifest = read_manifest(lake)
-    if manifest is None or len(manifest.state_files) != 1:
-        return None
-    to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
-    return None if to_read else manifest.state_files[0].path
-
-
-def _read_state(con: Any, lake: Lake, path: str) -> None:
-    state = read_files_sql(lake, anchor_path(STATE_DIR), [path])
-    live = ", ".join(c for c in state_schema(default_allow_list()).names if c != "deleted")
-    con.execute(
-        f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM {state} AS s "  # noqa: S608
-        "WHERE NOT s.deleted AND NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)"
-    )
+    return f"{_literal(moment.isoformat())}::TIMESTAMPTZ"
 
 
 def _restrict(con: Any, as_of: datetime) -> None:
@@ -109,10 +90,7 @@ def open_connection(
         if threads:
             con.execute(f"SET threads = {int(threads)}")
         use_snapshot = from_snapshot and as_of is None and read_manifest(lake) is not None
-        single = _single_state(lake) if use_snapshot else None
-        create_views(con, lake, from_snapshot=use_snapshot and single is None)
-        if single is not None:
-            _read_state(con, lake, single)
+        create_views(con, lake, from_snapshot=use_snapshot)
         if as_of is not None:
             _restrict(con, as_of)
         _set_parameters(con, config, as_of)
