@@ -15,12 +15,14 @@ from config import Settings, load_settings
 from entitlements._logging import configure_logging
 from entitlements.commands.cleanup import build_cleanup_handler
 from pipeline.decode import decode_record
+from pipeline.filtering import DroppingUsers
 from pipeline.handlers import HandlerRegistry
 from pipeline.journal import JournalHandler
 from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
 from pipeline.record_processor import KclRecordProcessor
 from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+from processors.erasure import LEDGER_DIR_NAME, ErasureLedger, erased_filter
 
 
 def build_registry(settings: Settings) -> HandlerRegistry:
@@ -29,7 +31,9 @@ def build_registry(settings: Settings) -> HandlerRegistry:
     registry = HandlerRegistry()
     if settings.consumer.event_journal is not None:
         registry.register(JournalHandler(settings.consumer.event_journal, settings.consumer.worker_id))
-    lake = LakeHandler(lake_from_settings(settings), settings.lake)
+    # Events of an erased account that are still in the stream, or replayed, are dropped at landing.
+    ledger = ErasureLedger(settings.consumer.state_dir / LEDGER_DIR_NAME, settings.erasure.ledger_key)
+    lake = DroppingUsers(LakeHandler(lake_from_settings(settings), settings.lake), erased_filter(ledger))
     registry.register(build_cleanup_handler(settings, sink=lake))
     registry.register(lake)
     return registry
