@@ -178,6 +178,7 @@ def setup() -> None:
 @app.command()
 def worker(
     wait_seconds: Annotated[int, typer.Option(min=0, max=20, help="Long-poll wait per receive.")] = 20,
+    pollers: Annotated[int, typer.Option(min=1, max=16, help="Receive loops running at once.")] = 2,
 ) -> None:
     """Run the store's erasure subscriber until SIGTERM or Ctrl-C. Refuses to start when a setting is
     above its channel cap or the queue is not set up as the contract requires."""
@@ -192,7 +193,7 @@ def worker(
     signal.signal(signal.SIGINT, request_stop)
     with build_worker(settings, erasure, wait_seconds=wait_seconds) as running:
         try:
-            running.run(stop, wait_seconds=wait_seconds)
+            running.run(stop, wait_seconds=wait_seconds, pollers=pollers)
         except ErasureConfigError as refused:
             typer.echo(f"refusing to start: {refused}", err=True)
             raise typer.Exit(code=2) from None

@@ -208,6 +208,7 @@ class ErasureWorker:
             parallel=self._parallel,
         )
         self.stats = WorkerStats()
+        self._stats_lock = threading.Lock()
 
     @property
     def timings(self) -> ErasureTimings:
@@ -258,18 +259,33 @@ class ErasureWorker:
 
     # -- the loop -----------------------------------------------------------------------------------
 
-    def run(self, stop: threading.Event, *, wait_seconds: int = 20) -> WorkerStats:
-        """Verify the queue, then poll until `stop` is set (within one long poll)."""
+    def run(self, stop: threading.Event, *, wait_seconds: int = 20, pollers: int = 1) -> WorkerStats:
+        """Verify the queue, then poll until `stop` is set (within one long poll). With `pollers` > 1,
+        that many loops receive and handle batches at once (as concurrent Lambda invocations would);
+        each batch keeps its own deadline, and the lake adapter serialises its purges."""
+        if pollers < 1:
+            raise ErasureConfigError("pollers must be at least 1")
         self.verify_queue()
-        logger.info("erasure worker started", extra={"subscriber": self._subscriber})
+        logger.info("erasure worker started", extra={"subscriber": self._subscriber, "pollers": pollers})
+        loops = [
+            threading.Thread(target=self._poll_until, args=(stop, wait_seconds), name=f"erasure-poller-{n}")
+            for n in range(pollers - 1)
+        ]
+        for loop in loops:
+            loop.start()
+        self._poll_until(stop, wait_seconds)
+        for loop in loops:
+            loop.join()
+        logger.info("erasure worker stopped", extra=self._stats_extra())
+        return self.stats
+
+    def _poll_until(self, stop: threading.Event, wait_seconds: int) -> None:
         while not stop.is_set():
             try:
                 self.poll_once(wait_seconds)
             except EntitlementsError as error:
                 logger.error("erasure poll failed", extra={"code": getattr(error, "code", "error")})
                 stop.wait(_ERROR_PAUSE_SECONDS)
-        logger.info("erasure worker stopped", extra=self._stats_extra())
-        return self.stats
 
     def poll_once(self, wait_seconds: int = 20) -> BatchReport:
         """One long poll of at most `wait_seconds` (0 to 20), and the handling of what it received."""
@@ -313,7 +329,8 @@ class ErasureWorker:
         if erasures:
             self._erase(erasures, batch)
         self._delete_consumed(batch)
-        self.stats.add(report)
+        with self._stats_lock:
+            self.stats.add(report)
         logger.info("erasure batch", extra={f.name: getattr(report, f.name) for f in fields(report)})
         return report
 

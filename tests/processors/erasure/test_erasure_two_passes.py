@@ -4,6 +4,7 @@ and any failed step is redelivered by SQS harmlessly until the ACK goes out."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -99,3 +100,23 @@ def test_a_message_with_a_foreign_pass_attribute_is_refused(make_stack: Any) -> 
     )
     stack.drive(lambda: stack.worker.stats.refused >= 1)
     assert stack.responses.collect() == []
+
+
+def test_several_pollers_answer_every_request_once(make_stack: Any) -> None:
+    stack: Stack = make_stack()
+    requests = [erase(f"user-{uuid.uuid4().hex[:8]}") for _ in range(6)]
+    for request in requests:
+        stack.publish(request)
+    stop = threading.Event()
+    runner = threading.Thread(target=stack.worker.run, args=(stop,), kwargs={"wait_seconds": 1, "pollers": 3})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(stack.responses.collect()) < len(requests) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+    answered = sorted(answer.request_id for answer in stack.responses.seen)
+    assert answered == sorted(request.request_id for request in requests)
+    assert {answer.outcome for answer in stack.responses.seen} == {"DONE"}
