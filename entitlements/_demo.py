@@ -25,7 +25,7 @@ from typing import Any
 import boto3
 
 from analytics import LakeHandler, lake_from_settings, snapshot
-from analytics.audits import AuditReport, render_report, run_audits
+from analytics.audits import AuditReport, load_config, render_report, run_audits
 from analytics.views import connect
 from config import Settings, load_settings
 from devstack.fake_array import FakeArrayServer
@@ -244,7 +244,7 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
             outcomes = dict(
                 con.execute("SELECT kind, count(*) FROM outcomes GROUP BY 1 ORDER BY 1").fetchall()
             )
-        audit = run_audits(lake)
+        audit = run_audits(lake, load_config(policy=settings.policy))
         reports = {}
         for fmt, name in (("markdown", "audit.md"), ("html", "audit.html"), ("json", "audit.json")):
             path = options.state_dir / name

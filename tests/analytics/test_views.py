@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
 from analytics.lake._files import list_parquet, write_parquet_atomic
@@ -49,14 +49,19 @@ def test_the_views_carry_every_allow_listed_image_column(lake: Lake) -> None:
     assert {f.name for f in image_columns(default_allow_list())} <= columns
 
 
-@pytest.mark.skipif(
-    shutil.which("duckdb") is None, reason="the DuckDB CLI (PyPI duckdb-cli) is not installed"
-)
+def duckdb_cli() -> str:
+    """The DuckDB CLI the dev dependencies install beside this interpreter (PyPI duckdb-cli)."""
+    beside = Path(sys.executable).parent / "duckdb"
+    found = str(beside) if beside.exists() else shutil.which("duckdb")
+    assert found, "the DuckDB CLI is missing: pip install -e '.[dev]' installs duckdb-cli"
+    return found
+
+
 def test_the_duckdb_cli_reads_the_views_on_a_local_lake(lake: Lake, history: TableSim) -> None:
     _land(lake, history)
     result = subprocess.run(
         [
-            "duckdb",
+            duckdb_cli(),
             "-csv",
             "-c",
             f"SET VARIABLE lake_root = '{lake.uri}'",

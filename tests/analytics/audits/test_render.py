@@ -1,5 +1,5 @@
 """analytics/audits/_render.py: the report as Markdown, JSON and HTML; the HTML opened in headless
-Chromium (Debian's package; `make test` installs it with scripts/install_chromium.sh)."""
+Chromium (Debian's package; `make test` installs it with scripts/install_debian_tools.sh)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def planted(story: Story, audit: Audit) -> AuditReport:
 def chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
-        pytest.fail("chromium is not installed: run `bash scripts/install_chromium.sh` (make test does)")
+        pytest.fail("chromium is not installed: run `bash scripts/install_debian_tools.sh` (make test does)")
     return path
 
 

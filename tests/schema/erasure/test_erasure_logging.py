@@ -63,6 +63,8 @@ FAILING_BODIES = {
 def logs(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], list[str]]]:
     """Every record outside the SDK's loggers, formatted as a handler would write it (tracebacks included)."""
     caplog.set_level(logging.DEBUG)
+    for sdk_logger in SDK_LOGGERS:  # another test's entry point may have quietened them
+        caplog.set_level(logging.DEBUG, logger=sdk_logger)
     assert logging.getLogger().getEffectiveLevel() == logging.DEBUG
 
     def lines() -> list[str]:
