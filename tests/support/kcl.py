@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
 
 
-def test_settings(endpoint: str, table_name: str, state_dir: Path, **overrides: Any) -> Settings:
+def consumer_settings(endpoint: str, table_name: str, state_dir: Path, **overrides: Any) -> Settings:
     consumer = {
         "table_name": table_name,
         "application_name": f"app-{table_name}",
@@ -123,7 +123,7 @@ def running_consumer(
     endpoint: str, state_dir: Path, *, worker_id: str = "worker-1", **overrides: Any
 ) -> Iterator[RunningConsumer]:
     name, arn = new_table(endpoint)
-    settings = test_settings(endpoint, name, state_dir, **overrides)
+    settings = consumer_settings(endpoint, name, state_dir, **overrides)
     consumer = RunningConsumer(settings=settings, stream_arn=arn, daemons={})
     if worker_id:
         consumer.start_worker(worker_id)
