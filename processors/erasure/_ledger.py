@@ -40,6 +40,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
+from config import Settings
+
 LEDGER_DIR_NAME = "erasure-ledger"
 _ID_LENGTH = 64
 _HEX = frozenset("0123456789abcdef")
@@ -82,6 +84,12 @@ class ErasureLedger:
         self._erased: set[str] = set()
         self._locks = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
         self._root_ready = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ErasureLedger:
+        """The deployed ledger: `<consumer.state_dir>/erasure-ledger` under `erasure.ledger_key`, the
+        one the worker writes and the consumer's landing reads (`erased_filter(...)`)."""
+        return cls(settings.consumer.state_dir / LEDGER_DIR_NAME, settings.erasure.ledger_key)
 
     def __repr__(self) -> str:
         return f"ErasureLedger(root={str(self._root)!r})"
@@ -196,7 +204,7 @@ def erased_filter(ledger: ErasureLedger) -> Callable[[str | None], bool]:
     """The landing-time filter: `drop(user_id)` is True when the event's user is erased, so the lake
     handler (or any sink) skips the event. Wire it where events land, e.g.
 
-        drop = erased_filter(ledger)
+        drop = erased_filter(ErasureLedger.from_settings(settings))
         if not drop(event.user_id): lake_handler.add(event)
     """
     return ledger.is_erased

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from config import load_settings
 from processors.erasure import ErasureLedger, erased_filter
 from tests.processors.erasure.conftest import LEDGER_KEY
 
@@ -94,3 +95,10 @@ def test_an_empty_ledger_key_is_refused(tmp_path: Path) -> None:
 
 def test_the_ledgers_repr_shows_no_key(ledger: ErasureLedger) -> None:
     assert LEDGER_KEY.get_secret_value() not in repr(ledger)
+
+
+def test_the_deployed_ledger_lives_under_the_consumers_state_dir(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path}, erasure={"ledger_key": LEDGER_KEY})
+    deployed = ErasureLedger.from_settings(settings)
+    assert deployed.root == tmp_path / "erasure-ledger"
+    assert deployed.ledger_id(USER) == ErasureLedger(tmp_path / "x", LEDGER_KEY).ledger_id(USER)
