@@ -17,21 +17,16 @@ from __future__ import annotations
 
 __all__ = ["main"]
 
-import socket
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
-import httpx
 from botocore.config import Config
 
+from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
@@ -46,42 +41,14 @@ LATENCY_SECONDS = 0.020
 CONCURRENCY = 8
 BATCH = 200
 REPEATS = 3
-REGION = "eu-west-1"
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements-bench/stream/2026-01-01T00:00:00.000"
 
 
-@contextmanager
-def _moto() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(400):
-            try:
-                httpx.get(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def _client(endpoint: str, service: str) -> Any:
-    return boto3.client(
+    return moto_client(
+        endpoint,
         service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(
+        Config(
             retries={"mode": "standard", "max_attempts": 3},
             max_pool_connections=CONCURRENCY * 2,
             connect_timeout=2,
@@ -170,7 +137,7 @@ def _best_rate(run: Callable[[], tuple[float, int]]) -> float:
 
 
 def main() -> None:
-    with _moto() as endpoint, FakeArrayServer(host="127.0.0.1", port=0) as array:
+    with moto_server() as endpoint, FakeArrayServer(host="127.0.0.1", port=0) as array:
         dynamodb, sqs = _client(endpoint, "dynamodb"), _client(endpoint, "sqs")
         queues = ensure_retry_queues(sqs, f"cleanup-bench-{uuid.uuid4().hex[:6]}")
         array.set_faults(latency_seconds=LATENCY_SECONDS)

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 __all__ = ["main"]
 
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,12 +33,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
-import httpx
 from botocore.config import Config
 from pydantic import SecretStr
 
 from analytics import LakeHandler, connect, open_lake
+from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings, ErasureSettings
 from devstack.fake_array import FakeArrayServer
@@ -78,49 +74,15 @@ TRAFFIC_WRITES_PER_SECOND = 40.0
 # the consumer's default commit interval.
 PASS_TWO_DELAY_SECONDS = 6
 LANDING_FLUSH_SECONDS = 5.0
-REGION = "eu-west-1"
 SHARD_FALLBACK = "shardId-bench"
 
 
 # -- moto in its own process -----------------------------------------------------------------------
 
 
-@contextmanager
-def _moto() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(400):
-            try:
-                httpx.get(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-
-
 def _client(endpoint: str, service: str) -> Any:
-    return boto3.client(
-        service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=20),
+    return moto_client(
+        endpoint, service, Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=20)
     )
 
 
@@ -310,7 +272,7 @@ class _Stack:
 
 @contextmanager
 def _stack() -> Iterator[_Stack]:
-    with _moto() as endpoint, tempfile.TemporaryDirectory() as tmp:
+    with moto_server() as endpoint, tempfile.TemporaryDirectory() as tmp:
         sqs, sns, dynamodb, streams, cloudwatch = (
             _client(endpoint, s) for s in ("sqs", "sns", "dynamodb", "dynamodbstreams", "cloudwatch")
         )
