@@ -22,6 +22,7 @@ from enum import StrEnum
 from functools import cache
 from pathlib import Path
 
+from analytics._sql_files import definition_files, in_listing_order, read_header
 from schema.errors import TerminalError
 
 AUDIT_SQL_DIR = Path(__file__).resolve().parents[1] / "sql" / "audits"
@@ -84,17 +85,8 @@ class Check:
 
 
 def _parse(path: Path) -> Check:
-    text = path.read_text(encoding="utf-8")
-    fields: dict[str, str] = {}
-    description: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            break
-        match = _HEADER.match(line)
-        if match:
-            fields[match.group(1)] = match.group(2)
-        else:
-            description.append(line[2:].strip())
+    header = read_header(path, _HEADER)
+    fields = header.fields
     missing = [key for key in ("audit", "scope", "title", "invariant") if not fields.get(key)]
     if missing:
         raise CheckDefinitionError(f"{path.name}: header lacks {', '.join(missing)}")
@@ -110,19 +102,17 @@ def _parse(path: Path) -> Check:
         scope=scope,
         title=fields["title"],
         invariant=fields["invariant"],
-        description=" ".join(part for part in description if part),
+        description=header.description,
         group_by=group_by,
         time_column=fields.get("time") or None,
-        sql=text,
+        sql=header.text,
         path=path,
     )
 
 
 @cache
 def _load(directory: Path) -> tuple[Check, ...]:
-    checks = [_parse(p) for p in sorted(directory.glob("*.sql")) if not p.name.startswith("_")]
-    rank = {name: index for index, name in enumerate(CHECK_ORDER)}
-    return tuple(sorted(checks, key=lambda c: (rank.get(c.name, len(rank)), c.name)))
+    return in_listing_order((_parse(p) for p in definition_files(directory)), CHECK_ORDER)
 
 
 def load_checks(directory: Path = AUDIT_SQL_DIR) -> tuple[Check, ...]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from analytics._sql_files import definition_files, in_listing_order, read_header
 from schema.errors import TerminalError
 
 MINING_SQL_DIR = Path(__file__).resolve().parents[1] / "sql" / "mining"
@@ -62,17 +63,8 @@ class Report:
 
 
 def _parse(path: Path) -> Report:
-    text = path.read_text(encoding="utf-8")
-    fields: dict[str, str] = {}
-    description: list[str] = []
-    for line in text.splitlines():
-        if not line.startswith("--"):
-            break
-        match = _HEADER.match(line)
-        if match:
-            fields[match.group(1)] = match.group(2)
-        else:
-            description.append(line[2:].strip())
+    header = read_header(path, _HEADER)
+    fields = header.fields
     if fields.get("report") != path.stem or not fields.get("title"):
         raise ReportDefinitionError(f"{path.name}: the header names the report as the file and gives a title")
     chart: ChartSpec | None = None
@@ -85,18 +77,16 @@ def _parse(path: Path) -> Report:
     return Report(
         name=path.stem,
         title=fields["title"],
-        description=" ".join(part for part in description if part),
+        description=header.description,
         chart=chart,
-        sql=text,
+        sql=header.text,
         path=path,
     )
 
 
 @cache
 def _load(directory: Path) -> tuple[Report, ...]:
-    reports = [_parse(p) for p in sorted(directory.glob("*.sql")) if not p.name.startswith("_")]
-    rank = {name: index for index, name in enumerate(REPORT_ORDER)}
-    return tuple(sorted(reports, key=lambda r: (rank.get(r.name, len(rank)), r.name)))
+    return in_listing_order((_parse(p) for p in definition_files(directory)), REPORT_ORDER)
 
 
 def load_reports(directory: Path = MINING_SQL_DIR) -> tuple[Report, ...]:
