@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -56,17 +56,37 @@ def _queues(settings: Settings, queue_name: str) -> RetryQueues:
     return ensure_retry_queues(sqs, queue_name, visibility_timeout_seconds=visibility)
 
 
+class _Clients(NamedTuple):
+    """What the stream handler and the retry worker both call: the table, the retry queue, Array."""
+
+    dynamodb: Any
+    sqs: Any
+    array: HttpArrayClient
+    queue_url: str
+
+
+def _clients(settings: Settings, queue_name: str) -> _Clients:
+    """The clients built from the settings, the retry queues ensured."""
+    queues = _queues(settings, queue_name)
+    return _Clients(
+        dynamodb=aws_client(settings.aws, "dynamodb", **_AWS_TIMEOUTS),
+        sqs=aws_client(settings.aws, "sqs", **_AWS_TIMEOUTS),
+        array=HttpArrayClient(settings.array),
+        queue_url=queues.queue_url,
+    )
+
+
 def build_cleanup_handler(
     settings: Settings, sink: OutcomeSink, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
 ) -> CleanupHandler:
     """The cleanup stream handler, its clients built from the settings. Ensures the retry queues."""
-    queues = _queues(settings, queue_name)
+    clients = _clients(settings, queue_name)
     return CleanupHandler(
-        dynamodb=aws_client(settings.aws, "dynamodb", **_AWS_TIMEOUTS),
-        sqs=aws_client(settings.aws, "sqs", **_AWS_TIMEOUTS),
-        array=HttpArrayClient(settings.array),
+        dynamodb=clients.dynamodb,
+        sqs=clients.sqs,
+        array=clients.array,
         table_name=settings.consumer.table_name,
-        retry_queue_url=queues.queue_url,
+        retry_queue_url=clients.queue_url,
         sink=sink,
         clock=clock_from_settings(settings.clock),
         concurrency=settings.array.concurrency,
@@ -78,13 +98,13 @@ def build_retry_worker(
     settings: Settings, lake: LakeHandler, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
 ) -> RetryWorker:
     """The retry worker, landing its outcomes in the lake (flushed before a message is acknowledged)."""
-    queues = _queues(settings, queue_name)
+    clients = _clients(settings, queue_name)
     return RetryWorker(
-        sqs=aws_client(settings.aws, "sqs", **_AWS_TIMEOUTS),
-        dynamodb=aws_client(settings.aws, "dynamodb", **_AWS_TIMEOUTS),
-        array=HttpArrayClient(settings.array),
+        sqs=clients.sqs,
+        dynamodb=clients.dynamodb,
+        array=clients.array,
         table_name=settings.consumer.table_name,
-        queue_url=queues.queue_url,
+        queue_url=clients.queue_url,
         sink=lake,
         clock=clock_from_settings(settings.clock),
         flush_outcomes=lake.flush,
