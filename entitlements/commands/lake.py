@@ -29,6 +29,7 @@ from analytics.lake import compact, lake_from_settings, read_manifest, snapshot,
 from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
+from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The Parquet lake.")
 
@@ -152,8 +153,11 @@ def sql_command(
 ) -> None:
     """Run a query over the lake's views and print the result."""
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings())
-    con = connect(lake, from_snapshot=not from_log)
+    settings = load_settings()
+    lake = lake_from_settings(settings)
+    # Accounts being erased are hidden at once, before their files are purged (docs/operations/erasure.md).
+    erasing = AnalyticsLakeEraser(lake, settings.consumer.state_dir / MASK_FILE_NAME).masked_users()
+    con = connect(lake, mask=erasing, from_snapshot=not from_log)
     try:
         relation = con.sql(query)
         if relation is None:

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from analytics.lake import Lake, LakeHandler, open_lake
 from entitlements.commands.lake import app
+from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from tests.analytics.lakesim import TableSim, replay
 
 
@@ -89,3 +90,16 @@ def test_sql_writes_parquet_to_a_redirected_stdout(
     result = CliRunner().invoke(app, ["sql", "SELECT * FROM changes", "--format", "parquet"], env=env)
     assert result.exit_code == 0
     assert pq.read_table(pa.BufferReader(result.stdout_bytes)).num_rows == len(history.events)
+
+
+def test_sql_hides_the_accounts_an_erasure_is_masking(
+    landed: tuple[Lake, dict[str, str]], tmp_path: Path
+) -> None:
+    lake, env = landed
+    query = "SELECT DISTINCT user_id FROM changes WHERE user_id IS NOT NULL ORDER BY 1"
+    users = [row["user_id"] for row in json.loads(_run(env, "sql", query, "--format", "json"))]
+    masked = users[0]
+    AnalyticsLakeEraser(lake, tmp_path / "state" / MASK_FILE_NAME).mask([masked])
+    env = {**env, "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
+    after = [row["user_id"] for row in json.loads(_run(env, "sql", query, "--format", "json"))]
+    assert after == users[1:]
