@@ -14,7 +14,7 @@ from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import CleanupExpired
 from pipeline.tables import create_table
-from processors.cleanup import HttpArrayClient, RetryQueues, ensure_retry_queues
+from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueues, ensure_retry_queues
 from schema.table import entitlement_key, gsi1_key
 from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 
@@ -70,6 +70,35 @@ def table(dynamodb: Any) -> str:
     name = f"entitlements-{uuid.uuid4().hex[:12]}"
     create_table(dynamodb, name)
     return name
+
+
+@pytest.fixture
+def make_handler(
+    dynamodb: Any,
+    sqs: Any,
+    table: str,
+    retry_queues: RetryQueues,
+    array_client: HttpArrayClient,
+    sink: ListSink,
+    clock: FixedClock,
+) -> Callable[..., CleanupHandler]:
+    """A CleanupHandler on this test's table, retry queue, Array client, sink and clock; keyword
+    arguments replace any of them or set the handler's options (its own defaults otherwise)."""
+
+    def make(**overrides: Any) -> CleanupHandler:
+        arguments: dict[str, Any] = {
+            "dynamodb": dynamodb,
+            "sqs": sqs,
+            "array": array_client,
+            "table_name": table,
+            "retry_queue_url": retry_queues.queue_url,
+            "sink": sink,
+            "clock": clock,
+        }
+        arguments.update(overrides)
+        return CleanupHandler(**arguments)
+
+    return make
 
 
 @pytest.fixture

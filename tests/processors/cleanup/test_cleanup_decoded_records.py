@@ -10,9 +10,9 @@ import pytest
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.decode import decode_stream_record
-from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueues
+from processors.cleanup import CleanupHandler
 from schema.outcomes import OutcomeKind
-from tests.processors.cleanup.cleanup_helpers import STREAM_ARN, FixedClock, ListSink
+from tests.processors.cleanup.cleanup_helpers import STREAM_ARN, ListSink
 
 TTL_IDENTITY = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
 
@@ -46,24 +46,8 @@ def _remove(sk: str, account: str, identity: dict[str, str] | None) -> dict[str,
 
 
 @pytest.fixture
-def handler(
-    dynamodb: Any,
-    sqs: Any,
-    table: str,
-    retry_queues: RetryQueues,
-    array_client: HttpArrayClient,
-    sink: ListSink,
-    clock: FixedClock,
-) -> CleanupHandler:
-    return CleanupHandler(
-        dynamodb=dynamodb,
-        sqs=sqs,
-        array=array_client,
-        table_name=table,
-        retry_queue_url=retry_queues.queue_url,
-        sink=sink,
-        clock=clock,
-    )
+def handler(make_handler: Callable[..., CleanupHandler]) -> CleanupHandler:
+    return make_handler()
 
 
 @pytest.mark.parametrize("sk", ["CLEANUP#CANCELLATION", "CLEANUP#STALE#acct-old"])

@@ -31,35 +31,17 @@ from processors.cleanup import (
 )
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementRow, ItemKind
-from tests.processors.cleanup.cleanup_helpers import NOW, FixedClock, ListSink, make_expiry
+from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
 
 K = OutcomeKind
 
 
 @pytest.fixture
-def make_handler(
-    dynamodb: Any,
-    sqs: Any,
-    table: str,
-    retry_queues: RetryQueues,
-    array_client: HttpArrayClient,
-    sink: ListSink,
-    clock: FixedClock,
-) -> Callable[..., CleanupHandler]:
+def make_handler(make_handler: Callable[..., CleanupHandler]) -> Callable[..., CleanupHandler]:
+    """conftest's handler, with a smaller pool and a short retry budget unless a test sets them."""
+
     def make(**overrides: Any) -> CleanupHandler:
-        arguments: dict[str, Any] = {
-            "dynamodb": dynamodb,
-            "sqs": sqs,
-            "array": array_client,
-            "table_name": table,
-            "retry_queue_url": retry_queues.queue_url,
-            "sink": sink,
-            "clock": clock,
-            "concurrency": 4,
-            "retry_budget_seconds": 3.0,
-        }
-        arguments.update(overrides)
-        return CleanupHandler(**arguments)
+        return make_handler(**{"concurrency": 4, "retry_budget_seconds": 3.0, **overrides})
 
     return make
 

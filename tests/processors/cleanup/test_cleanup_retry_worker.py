@@ -47,27 +47,12 @@ def test_ensuring_the_queues_twice_is_idempotent(sqs: Any) -> None:
 
 
 @pytest.fixture
-def park(
-    dynamodb: Any,
-    sqs: Any,
-    table: str,
-    retry_queues: RetryQueues,
-    array_client: HttpArrayClient,
-    clock: FixedClock,
-) -> Callable[..., ListSink]:
+def park(make_handler: Callable[..., CleanupHandler]) -> Callable[..., ListSink]:
     """Run expiries through the handler while Array refuses our credentials: all of them park."""
 
     def run(fake_array: FakeArrayServer, *pairs: tuple[str, str]) -> ListSink:
         sink = ListSink()
-        handler = CleanupHandler(
-            dynamodb=dynamodb,
-            sqs=sqs,
-            array=array_client,
-            table_name=table,
-            retry_queue_url=retry_queues.queue_url,
-            sink=sink,
-            clock=clock,
-        )
+        handler = make_handler(sink=sink)
         fake_array.expire_credentials()
         for user, account in pairs:
             handler.add(make_expiry(user, account, ItemKind.CANCELLATION))
