@@ -9,31 +9,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pipeline.events import (
-    ChangeKind,
-    CleanupCancelled,
-    CleanupExpired,
-    CleanupScheduled,
-    CleanupUpdated,
-    EntitlementCreated,
-    EntitlementRemoved,
-    EntitlementStatusChanged,
-    EntitlementUpdated,
-    StreamEvent,
-    StreamPosition,
-    UnknownItemChanged,
-)
+from pipeline.events import ChangeKind, StreamEvent, StreamPosition, UnknownItemChanged
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
-from schema.table import (
-    CleanupRecord,
-    EntitlementRow,
-    ItemKind,
-    cancellation_key,
-    entitlement_key,
-    item_kind,
-    parse_item,
-    stale_key,
-)
+from schema.table import ItemKind, cancellation_key, entitlement_key, stale_key
+from tests.support.table_events import change_event
 
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
 CANARY = "PTOK-CANARY-"
@@ -77,56 +56,21 @@ class TableSim:
     ) -> StreamEvent:
         self._sequence += self.rng.randint(1, 50)
         self._now = self.now + self.step
-        change = (
-            ChangeKind.INSERT if old is None else (ChangeKind.REMOVE if new is None else ChangeKind.MODIFY)
-        )
-        old_item = parse_item(old) if old is not None else None
-        new_item = parse_item(new) if new is not None else None
-        kind = item_kind(keys["sk"])
-        common: dict[str, Any] = {
-            "event_id": f"ev-{self._sequence}",
-            "change": change,
-            "position": StreamPosition(
+        event = change_event(
+            keys,
+            old,
+            new,
+            ttl=ttl,
+            event_id=f"ev-{self._sequence}",
+            position=StreamPosition(
                 stream_arn=STREAM_ARN,
                 shard_id=self._shard_for(keys["pk"]),
                 sequence_number=str(self._sequence),
             ),
-            "created_at": self.now,
-            "keys": dict(keys),
-            "item_kind": kind,
-            "user_id": keys["pk"].removeprefix("USER#"),
-        }
-        event: StreamEvent
-        if kind is ItemKind.ENTITLEMENT:
-            assert old_item is None or isinstance(old_item, EntitlementRow)
-            assert new_item is None or isinstance(new_item, EntitlementRow)
-            if new_item is None:
-                event = EntitlementRemoved(**common, old_item=old_item)
-            elif old_item is None:
-                event = EntitlementCreated(**common, new_item=new_item)
-            elif old_item.status != new_item.status:
-                event = EntitlementStatusChanged(
-                    **common,
-                    old_item=old_item,
-                    new_item=new_item,
-                    from_status=old_item.status,
-                    to_status=new_item.status,
-                )
-            else:
-                event = EntitlementUpdated(**common, old_item=old_item, new_item=new_item)
-        elif kind in (ItemKind.CANCELLATION, ItemKind.STALE):
-            assert old_item is None or isinstance(old_item, CleanupRecord)
-            assert new_item is None or isinstance(new_item, CleanupRecord)
-            if new_item is None and ttl:
-                event = CleanupExpired(**common, old_item=old_item)
-            elif new_item is None:
-                event = CleanupCancelled(**common, old_item=old_item)
-            elif old_item is None:
-                event = CleanupScheduled(**common, new_item=new_item)
-            else:
-                event = CleanupUpdated(**common, old_item=old_item, new_item=new_item)
-        else:
-            event = UnknownItemChanged(**common, old_item=old_item, new_item=new_item, ttl_deletion=ttl)
+            created_at=self.now,
+        )
+        # The service writes only whole, valid items of the known kinds.
+        assert event.item_kind is ItemKind.UNKNOWN or not isinstance(event, UnknownItemChanged)
         self.events.append(event)
         return event
 

@@ -13,31 +13,10 @@ from typing import Any
 
 from analytics.lake import Lake, LakeHandler
 from config import LakeSettings
-from pipeline.events import (
-    ChangeKind,
-    CleanupCancelled,
-    CleanupExpired,
-    CleanupScheduled,
-    CleanupUpdated,
-    EntitlementCreated,
-    EntitlementRemoved,
-    EntitlementStatusChanged,
-    EntitlementUpdated,
-    StreamEvent,
-    StreamPosition,
-    UnknownItemChanged,
-)
+from pipeline.events import StreamEvent, StreamPosition
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
-from schema.table import (
-    CleanupRecord,
-    EntitlementRow,
-    ItemKind,
-    cancellation_key,
-    entitlement_key,
-    item_kind,
-    parse_item,
-    stale_key,
-)
+from schema.table import cancellation_key, entitlement_key, stale_key
+from tests.support.table_events import change_event
 
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2030-01-01T00:00:00.000"
 SHARD = "shardId-00000001-audits"
@@ -73,56 +52,17 @@ class Story:
         self, keys: dict[str, str], old: dict[str, Any] | None, new: dict[str, Any] | None, ttl: bool
     ) -> StreamEvent:
         self.sequence += 10
-        change = ChangeKind.INSERT if old is None else ChangeKind.REMOVE if new is None else ChangeKind.MODIFY
-        old_item = parse_item(old) if old is not None else None
-        new_item = parse_item(new) if new is not None else None
-        kind = item_kind(keys["sk"])
-        common: dict[str, Any] = {
-            "event_id": f"ev-{self.sequence}",
-            "change": change,
-            "position": StreamPosition(
+        event = change_event(
+            keys,
+            old,
+            new,
+            ttl=ttl,
+            event_id=f"ev-{self.sequence}",
+            position=StreamPosition(
                 stream_arn=STREAM_ARN, shard_id=SHARD, sequence_number=str(self.sequence)
             ),
-            "created_at": self.now,
-            "keys": dict(keys),
-            "item_kind": kind,
-            "user_id": keys["pk"].removeprefix("USER#"),
-        }
-        event: StreamEvent
-        if (
-            kind is ItemKind.ENTITLEMENT
-            and isinstance(new_item, EntitlementRow | None)
-            and isinstance(old_item, EntitlementRow | None)
-        ):
-            if new_item is None:
-                event = EntitlementRemoved(**common, old_item=old_item, ttl_deletion=ttl)
-            elif old_item is None:
-                event = EntitlementCreated(**common, new_item=new_item)
-            elif old_item.status != new_item.status:
-                event = EntitlementStatusChanged(
-                    **common,
-                    old_item=old_item,
-                    new_item=new_item,
-                    from_status=old_item.status,
-                    to_status=new_item.status,
-                )
-            else:
-                event = EntitlementUpdated(**common, old_item=old_item, new_item=new_item)
-        elif (
-            kind in (ItemKind.CANCELLATION, ItemKind.STALE)
-            and isinstance(new_item, CleanupRecord | None)
-            and isinstance(old_item, CleanupRecord | None)
-        ):
-            if new_item is None and ttl:
-                event = CleanupExpired(**common, old_item=old_item)
-            elif new_item is None:
-                event = CleanupCancelled(**common, old_item=old_item)
-            elif old_item is None:
-                event = CleanupScheduled(**common, new_item=new_item)
-            else:
-                event = CleanupUpdated(**common, old_item=old_item, new_item=new_item)
-        else:
-            event = UnknownItemChanged(**common, old_item=old_item, new_item=new_item, ttl_deletion=ttl)
+            created_at=self.now,
+        )
         self.events.append(event)
         return event
 
