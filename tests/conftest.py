@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from devstack.moto_server import MotoServer
+from tests.support.dynamodb import client
 
 # Nothing in the tests may reach a real AWS account or the metadata service.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -29,3 +31,15 @@ def moto_server() -> Iterator[MotoServer]:
 @pytest.fixture(scope="session")
 def moto_endpoint(moto_server: MotoServer) -> str:
     return moto_server.endpoint
+
+
+@pytest.fixture(scope="session")
+def dynamodb(moto_endpoint: str) -> Any:
+    """A DynamoDB client on the session moto server (tests.support.dynamodb.client)."""
+    return client(moto_endpoint, "dynamodb")
+
+
+@pytest.fixture(scope="session")
+def streams(moto_endpoint: str) -> Any:
+    """A DynamoDB Streams client on the session moto server."""
+    return client(moto_endpoint, "dynamodbstreams")

@@ -1,4 +1,4 @@
-"""Fixtures for the devstack tests: clients on the session moto server and a fresh table per test."""
+"""Fixtures for the devstack tests: a fresh table per test (the moto clients are tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.tables import TableDescription, create_table
-from tests.support.dynamodb import client, unique_table_name
-
-
-@pytest.fixture(scope="session")
-def dynamodb(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodb")
-
-
-@pytest.fixture(scope="session")
-def streams(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodbstreams")
+from tests.support.dynamodb import unique_table_name
 
 
 @pytest.fixture

@@ -12,16 +12,6 @@ from schema.errors import RetryableError, TerminalError
 from tests.support.dynamodb import client, unique_table_name
 
 
-@pytest.fixture(scope="module")
-def dynamodb(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodb")
-
-
-@pytest.fixture(scope="module")
-def streams(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodbstreams")
-
-
 def describe(dynamodb: Any, name: str) -> dict[str, Any]:
     table: dict[str, Any] = dynamodb.describe_table(TableName=name)["Table"]
     return table

@@ -25,7 +25,7 @@ from devstack.simulator import (
 from pipeline.decode import decode_stream_record
 from pipeline.tables import TableDescription, create_table
 from tests.analytics.audits.conftest import found, keys
-from tests.support.dynamodb import FixedClock, client, unique_table_name
+from tests.support.dynamodb import FixedClock, unique_table_name
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)
 
@@ -54,16 +54,6 @@ EXPECTED: dict[FaultKind, dict[str, set[str]]] = {
     },
     FaultKind.TOKEN_CANARY: {},
 }
-
-
-@pytest.fixture(scope="module")
-def dynamodb(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodb")
-
-
-@pytest.fixture(scope="module")
-def streams(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodbstreams")
 
 
 @pytest.fixture

@@ -13,15 +13,10 @@ from typer.testing import CliRunner
 
 from entitlements.cli import app
 from pipeline.tables import TableDescription, create_table
-from tests.support.dynamodb import REGION, client, items_of, unique_table_name
+from tests.support.dynamodb import REGION, items_of, unique_table_name
 
 runner = CliRunner()
 START = datetime(2030, 6, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def dynamodb(moto_endpoint: str) -> Any:
-    return client(moto_endpoint, "dynamodb")
 
 
 @pytest.fixture
