@@ -22,7 +22,7 @@ from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
 from pipeline.record_processor import KclRecordProcessor
 from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
-from processors.erasure import LEDGER_DIR_NAME, ErasureLedger, erased_filter
+from processors.erasure import ErasureLedger, erased_filter
 
 
 def build_registry(settings: Settings) -> HandlerRegistry:
@@ -32,7 +32,7 @@ def build_registry(settings: Settings) -> HandlerRegistry:
     if settings.consumer.event_journal is not None:
         registry.register(JournalHandler(settings.consumer.event_journal, settings.consumer.worker_id))
     # Events of an erased account that are still in the stream, or replayed, are dropped at landing.
-    ledger = ErasureLedger(settings.consumer.state_dir / LEDGER_DIR_NAME, settings.erasure.ledger_key)
+    ledger = ErasureLedger.from_settings(settings)
     lake = DroppingUsers(LakeHandler(lake_from_settings(settings), settings.lake), erased_filter(ledger))
     registry.register(build_cleanup_handler(settings, sink=lake))
     registry.register(lake)

@@ -26,6 +26,7 @@ from config import Settings, load_settings
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
+from pipeline.filtering import DroppingUsers
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
@@ -35,6 +36,7 @@ from processors.cleanup import (
     repair_removed_rows,
 )
 from processors.cleanup.retry_worker import RetryWorker
+from processors.erasure import ErasureLedger, erased_filter
 from schema.outcomes import OutcomeKind, OutcomeSink
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -97,7 +99,8 @@ def build_cleanup_handler(
 def build_retry_worker(
     settings: Settings, lake: LakeHandler, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
 ) -> RetryWorker:
-    """The retry worker, landing its outcomes in the lake (flushed before a message is acknowledged)."""
+    """The retry worker, landing its outcomes in the lake (flushed before a message is acknowledged).
+    Outcomes of erased accounts (a cleanup parked before the erasure) are dropped, as at the consumer."""
     clients = _clients(settings, queue_name)
     return RetryWorker(
         sqs=clients.sqs,
@@ -105,7 +108,7 @@ def build_retry_worker(
         array=clients.array,
         table_name=settings.consumer.table_name,
         queue_url=clients.queue_url,
-        sink=lake,
+        sink=DroppingUsers(lake, erased_filter(ErasureLedger.from_settings(settings))),
         clock=clock_from_settings(settings.clock),
         flush_outcomes=lake.flush,
         concurrency=settings.array.concurrency,
