@@ -153,11 +153,8 @@ class ShardConsumer:
     def commit(self, checkpoint: Checkpoint) -> None:
         """Flush every handler (parking what one cannot flush), then checkpoint the last record taken."""
         if self._pending:
-            for handler in self._handlers:
-                self._flush_or_park(handler)
+            self._flush_pending()
             self._checkpoint(checkpoint, self._last_sequence)
-            self._pending.clear()
-            self._failed_adds.clear()
         self._last_commit_at = self._monotonic()
         self._write_stats()
 
@@ -167,9 +164,7 @@ class ShardConsumer:
     def shard_ended(self, checkpoint: Checkpoint) -> None:
         """Flush, then checkpoint with no sequence number: the shard is done and its children may start."""
         if self._pending:
-            for handler in self._handlers:
-                self._flush_or_park(handler)
-            self._pending.clear()
+            self._flush_pending()
         self._checkpoint(checkpoint, None)
         self._write_stats()
 
@@ -224,6 +219,13 @@ class ShardConsumer:
         )
         self.stats.quarantined += 1
         logger.warning("record quarantined", extra={"error": type(error).__name__, **self._where(record)})
+
+    def _flush_pending(self) -> None:
+        """Every handler flushed (or its records parked) in registration order; the window starts anew."""
+        for handler in self._handlers:
+            self._flush_or_park(handler)
+        self._pending.clear()
+        self._failed_adds.clear()
 
     def _flush_or_park(self, handler: Handler) -> None:
         failure = self._failed_adds.get(handler.name)
