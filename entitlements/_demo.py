@@ -22,15 +22,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 from analytics import LakeHandler, lake_from_settings, snapshot
 from analytics.audits import AuditReport, load_config, render_report, run_audits
 from analytics.views import connect
 from config import Settings, load_settings
 from devstack.fake_array import FakeArrayServer
 from devstack.simulator import EntitlementTable, SimulationConfig, SimulationSummary, run_simulation
-from devstack.stack import LocalStack, boto3_dynamodb_client
+from devstack.stack import LocalStack
+from entitlements._clients import aws_client
 from entitlements.commands.cleanup import build_retry_worker
 from pipeline.clock import SimulatedClock
 from pipeline.daemon import DaemonSpec, KclDaemon
@@ -174,13 +173,7 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
         progress(f"local stack on {endpoints.endpoint_url}, fake Array on {array.url}")
 
         def client(service: str) -> Any:
-            return boto3.client(
-                service,
-                endpoint_url=endpoints.endpoint_url,
-                region_name="eu-west-1",
-                aws_access_key_id=_LOCAL,
-                aws_secret_access_key=_LOCAL,
-            )
+            return aws_client(settings.aws, service)
 
         daemon = KclDaemon(
             DaemonSpec.from_settings(
@@ -193,7 +186,7 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
         daemon.start()
         progress("KCL consumer started (Java launcher + Python record processors)")
         try:
-            dynamodb = boto3_dynamodb_client(endpoints.endpoint_url, "eu-west-1")
+            dynamodb = client("dynamodb")
             config = SimulationConfig(
                 table_name="entitlements",
                 cleanup_ttl_days=settings.policy.cleanup_ttl_days,
