@@ -22,6 +22,7 @@ from analytics.audits._config import AuditConfig, Thresholds, load_config
 from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
 from analytics.audits._models import AuditReport, CheckResult, Status
 from analytics.lake import Lake
+from analytics.views import views_read_by
 from schema.errors import TerminalError
 
 logger = logging.getLogger(__name__)
@@ -163,9 +164,15 @@ def run_audits(
             raise AuditError(f"unknown checks: {', '.join(unknown)}")
         selected = [by_name[name] for name in wanted]
     moment = as_of.astimezone(UTC) if as_of is not None else None
+    # Only the views this run reads are created: binding a view reads every file footer under it.
+    views = set().union(*(views_read_by(check.sql) for check in selected))
+    if ledger is not None:
+        views.add("changes")  # `_exceptions`
+    if checks is None:
+        views.update(("raw_changes", "raw_outcomes"))  # the report's log summary
     try:
         con, source = open_connection(
-            lake, config, as_of=moment, from_snapshot=from_snapshot, threads=threads
+            lake, config, as_of=moment, from_snapshot=from_snapshot, threads=threads, views=views
         )
     except (duckdb.Error, OSError, pa.ArrowException) as error:
         raise AuditError(f"cannot open the lake ({type(error).__name__})") from None

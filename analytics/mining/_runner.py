@@ -16,7 +16,7 @@ import pyarrow as pa
 from analytics.lake import Lake
 from analytics.mining._reports import MINING_SQL_DIR, Report, load_reports
 from analytics.reports import Chart, bar_chart, grouped_bar_chart, line_chart
-from analytics.views import create_views
+from analytics.views import create_views, views_read_by
 from config import PolicySettings
 from schema.errors import TerminalError
 
@@ -71,10 +71,12 @@ def run_report(
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
-        create_views(con, lake, from_snapshot=from_snapshot)
+        base = (MINING_SQL_DIR / "_base.sql").read_text(encoding="utf-8")
+        views = views_read_by(base) | views_read_by(report.sql)
+        create_views(con, lake, from_snapshot=from_snapshot, views=views)
         con.execute(f"SET VARIABLE mine_cleanup_ttl_days = {int(policy.cleanup_ttl_days)}")
         con.execute(f"SET VARIABLE mine_stale_ttl_days = {int(policy.stale_entitlement_ttl_days)}")
-        con.execute((MINING_SQL_DIR / "_base.sql").read_text(encoding="utf-8"))
+        con.execute(base)
         table = con.sql(report.sql).to_arrow_table()
     except (duckdb.Error, OSError, pa.ArrowException) as error:
         raise MiningError(f"report {name} failed ({type(error).__name__})") from error

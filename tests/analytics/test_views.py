@@ -11,11 +11,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
 from analytics.lake._files import list_parquet, write_parquet_atomic
 from analytics.lake._schema import image_columns
-from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files
+from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files, views_read_by
 from config import LakeSettings
 from tests.analytics.lakesim import TableSim, replay, state_rows
 
@@ -202,3 +203,51 @@ def test_a_file_without_statistics_is_always_deduplicated(lake: Lake, history: T
     every_file = con.execute("SELECT count(*) FROM change_files").fetchall()
     assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == every_file
     assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
+
+
+def _views_on(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    return {name for (name,) in rows}
+
+
+def test_the_view_files_create_exactly_the_listed_views(lake: Lake) -> None:
+    assert _views_on(connect(lake)) == set(VIEW_NAMES)
+
+
+def test_asking_for_some_views_creates_them_and_what_they_read_from_the_log(lake: Lake) -> None:
+    con = connect(lake, views=["entitlements"])
+
+    assert _views_on(con) == {
+        "entitlements",
+        "current_items",
+        "item_versions",
+        "changes",
+        "raw_changes",
+        "change_files",
+        "change_files_to_dedupe",
+    }
+
+
+def test_asking_for_some_views_reads_the_snapshot_alone_when_it_is_current(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    snapshot(lake)
+
+    con = connect(lake, views=["entitlements"], from_snapshot=True)
+
+    assert _views_on(con) == {"entitlements", "current_items"}
+    everything = connect(lake, from_snapshot=True)
+    query = "SELECT * FROM entitlements ORDER BY pk, sk"
+    assert con.sql(query).to_arrow_table() == everything.sql(query).to_arrow_table()
+
+
+def test_asking_for_a_view_the_lake_does_not_define_is_refused(lake: Lake) -> None:
+    with pytest.raises(ValueError, match="not views of the lake: entitlement"):
+        connect(lake, views=["entitlement"])
+
+
+def test_the_views_a_statement_reads_ignore_comments_and_strings() -> None:
+    sql = "-- from changes\nSELECT 'users' AS label, u.* FROM users AS u JOIN raw_changes USING (user_id)"
+
+    assert views_read_by(sql) == {"users", "raw_changes"}

@@ -164,3 +164,31 @@ def test_replayed_events_in_other_files_are_counted_once(story: Story, lake: Lak
         "unexpected_delete": 1,
     }
     assert report.result("duplicate_active_rows").surplus_rows == 1
+
+
+def test_each_check_run_alone_finds_what_it_finds_in_a_full_run(story: Story, lake: Lake) -> None:
+    plant_duplicate(story)
+    story.signup("oscar", "oscar-1")
+    story.cancel("oscar", ttl="1772697600")  # a ttl DynamoDB never acts on
+    story.signup("trent", "trent-1")
+    story.set_status("trent", "trent-1", "Removed")  # removed with no cleanup behind it
+    story.land(lake)
+    snapshot(lake)
+    full = run_audits(lake)
+    assert len(found(full)) >= 3
+
+    for result in full.results:
+        alone = run_audits(lake, checks=[result.name]).result(result.name)
+        assert (alone.rows_involved, alone.rows) == (result.rows_involved, result.rows), result.name
+
+
+def test_a_check_run_alone_as_of_an_instant_reads_the_log_to_then(story: Story, lake: Lake) -> None:
+    plant_duplicate(story)
+    during = story.tick(minutes=5)
+    story.tick(minutes=5)
+    story.set_status("mallory", "mallory-1", "Superseded")
+    story.land(lake)
+
+    report = run_audits(lake, as_of=during, checks=["duplicate_active_rows"])
+
+    assert found(report) == {"duplicate_active_rows": 2}
