@@ -11,7 +11,8 @@ LAUNCHER_SOURCES := $(shell find $(LAUNCHER_DIR)/src -name '*.java' 2>/dev/null)
 
 setup: $(STAMP) $(LAUNCHER) debian-tools
 
-$(STAMP): pyproject.toml scripts/install_kclpy.py
+# The install also compiles pipeline/_instances_c.pyx (Cython): edit it, and the next target rebuilds.
+$(STAMP): pyproject.toml scripts/install_kclpy.py pipeline/_instances_c.pyx
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) scripts/install_kclpy.py

@@ -2,9 +2,14 @@
 
 The production path is `decode_record`, the function the KCL child calls on every record, measured on
 realistic entitlement MODIFY records in the adapter's JSON shape (relinks and status changes, distinct
-ids and tokens). These records take its fast path (`pipeline._fast_events`: every field checked in
-Python, instances built without pydantic's validator); before timing, the run checks that they give
-the same events with the fast path switched off. Beside it, in the same run and on the same records:
+ids and tokens). These records take its wire path (`pipeline._wire_events`: msgspec decodes the bytes
+into the service's shapes, the rest is checked in Python, instances built without pydantic's
+validator); before timing, the run checks that they give the same events with the fast paths switched
+off. Beside it, in the same run and on the same records:
+
+- the same function with the wire path switched off, so that the records take the dict fast path
+  (`pipeline._fast_events`), which serves what the wire path leaves;
+- msgspec's decode of the same bytes into the wire path's structs, alone: the wire path's floor;
 
 - AWS Lambda Powertools' `DynamoDBStreamModel` on the same records in the raw (Lambda) shape, in
   batches of 100 as Lambda delivers them, with pydantic's own JSON parser or after `orjson.loads`,
@@ -41,7 +46,8 @@ from boto3.dynamodb.types import TypeDeserializer
 import pipeline.decode as decode_module
 from bench._report import Figure, best_of, print_figures
 from pipeline._attribute_values import encode_image
-from pipeline._fast_events import _instance
+from pipeline._instances import new_instance
+from pipeline._wire_shapes import decode_record_bytes
 from pipeline.decode import decode_record, decode_stream_record
 from pipeline.errors import DecodeError
 from pipeline.events import (
@@ -182,25 +188,48 @@ def _unchecked_event(data: bytes, sequence: str) -> StreamEvent:
         "event_type": EventType.ENTITLEMENT_UPDATED,
         "event_id": record["eventID"],
         "change": ChangeKind.MODIFY,
-        "position": _instance(StreamPosition, position, set(), None),
+        "position": new_instance(StreamPosition, position, set(), None),
         "created_at": datetime.fromtimestamp(ddb["ApproximateCreationDateTime"] / 1000, UTC),
         "keys": keys,
         "item_kind": ItemKind.ENTITLEMENT,
         "user_id": new["userId"],
         "ttl_deletion": False,
-        "old_item": _instance(EntitlementRow, old, set(), {}),
-        "new_item": _instance(EntitlementRow, new, set(), {}),
+        "old_item": new_instance(EntitlementRow, old, set(), {}),
+        "new_item": new_instance(EntitlementRow, new, set(), {}),
     }
-    return _instance(EntitlementUpdated, values, set(), None)
+    return new_instance(EntitlementUpdated, values, set(), None)
 
 
 def _validated_events(production: Callable[[int], list[StreamEvent]], chunks: int) -> list[StreamEvent]:
-    """The production path's events with its fast path switched off: pydantic validates each."""
+    """The production path's events with its fast paths switched off: pydantic validates each."""
+    wire_event, decode_module._wire_event = decode_module._wire_event, decode_module._no_wire_path
     fast_event, decode_module._fast_event = decode_module._fast_event, decode_module._no_fast_path
     try:
         return [event for chunk in range(chunks) for event in production(chunk)]
     finally:
+        decode_module._wire_event = wire_event
         decode_module._fast_event = fast_event
+
+
+def _rates(contenders: dict[str, Callable[[int], Any]], chunks: int) -> dict[str, float]:
+    """Records per second of each contender: per chunk the best of REPEATS runs, summed over chunks."""
+    seconds = dict.fromkeys(contenders, 0.0)
+    for chunk in range(chunks):
+        for name, fn in contenders.items():  # interleaved: a slow spell hits every contender alike
+            seconds[name] += best_of(REPEATS, lambda fn=fn, chunk=chunk: fn(chunk))  # type: ignore[misc]
+    return {name: RECORDS / spent for name, spent in seconds.items()}
+
+
+def _rejections(valid: dict[str, Any]) -> tuple[int, list[bytes]]:
+    """How many of the fixed invalid records the production path refuses with DecodeError, of which."""
+    invalid = _invalid_records(valid)
+    rejected = 0
+    for data in invalid:
+        try:
+            decode_record(data, stream_arn=STREAM_ARN, shard_id=SHARD_ID)
+        except DecodeError:
+            rejected += 1
+    return rejected, invalid
 
 
 def main() -> None:
@@ -223,6 +252,16 @@ def main() -> None:
             )
             for i in chunks[chunk]
         ]
+
+    def dict_path(chunk: int) -> list[StreamEvent]:
+        wire_event, decode_module._wire_event = decode_module._wire_event, decode_module._no_wire_path
+        try:
+            return production(chunk)
+        finally:
+            decode_module._wire_event = wire_event
+
+    def wire_structs(chunk: int) -> list[Any]:
+        return [decode_record_bytes(adapter_bytes[i]) for i in chunks[chunk]]
 
     def raw_path(chunk: int) -> list[Any]:
         return [
@@ -272,6 +311,8 @@ def main() -> None:
 
     contenders: dict[str, Callable[[int], Any]] = {
         "production": production,
+        "dict_path": dict_path,
+        "wire_structs": wire_structs,
         "raw_path": raw_path,
         "powertools_json": powertools_json,
         "powertools_dict": powertools_dict,
@@ -288,15 +329,12 @@ def main() -> None:
     assert raw_kinds == kinds, "the two shapes disagree"
     # The production path's fast path gives what pydantic's validator gives (switched off here).
     events = [event for chunk in range(len(chunks)) for event in production(chunk)]
-    assert events == _validated_events(production, len(chunks)), "the fast path disagrees"
+    assert events == _validated_events(production, len(chunks)), "the fast paths disagree"
+    assert events == [event for chunk in range(len(chunks)) for event in dict_path(chunk)]
     assert sum(len(powertools_json(chunk).Records) for chunk in range(len(chunks))) == RECORDS
     assert all(isinstance(value, Decimal | str) for image in boto3_images(0)[0] for value in image.values())
 
-    seconds = dict.fromkeys(contenders, 0.0)
-    for chunk in range(len(chunks)):
-        for name, fn in contenders.items():  # interleaved: a slow spell hits every contender alike
-            seconds[name] += best_of(REPEATS, lambda fn=fn, chunk=chunk: fn(chunk))  # type: ignore[misc]
-    rate = {name: RECORDS / spent for name, spent in seconds.items()}
+    rate = _rates(contenders, len(chunks))
     powertools_way = (
         "model_validate_json"
         if rate["powertools_json"] >= rate["powertools_dict"]
@@ -304,13 +342,7 @@ def main() -> None:
     )
     powertools = max(rate["powertools_json"], rate["powertools_dict"])
 
-    invalid = _invalid_records(records[0])
-    rejected = 0
-    for data in invalid:
-        try:
-            decode_record(data, stream_arn=STREAM_ARN, shard_id=SHARD_ID)
-        except DecodeError:
-            rejected += 1
+    rejected, invalid = _rejections(records[0])
 
     size = sum(len(data) for data in adapter_bytes) / len(adapter_bytes)
     production_name = "decode_record (adapter bytes -> strict typed event)"
@@ -345,6 +377,20 @@ def main() -> None:
                 "records/s",
                 "boto3 TypeDeserializer (orjson.loads + Keys/NewImage/OldImage, untyped)",
                 rate["boto3"],
+            ),
+            Figure(
+                "decode_record with the wire path off (the dict fast path: orjson.loads + checks)",
+                rate["dict_path"],
+                "records/s",
+                f"Powertools DynamoDBStreamModel ({powertools_way})",
+                powertools,
+            ),
+            Figure(
+                "floor of the wire path: msgspec's decode into its structs alone",
+                rate["wire_structs"],
+                "records/s",
+                "bare orjson.loads of the same bytes",
+                rate["orjson"],
             ),
             Figure(
                 "decode_stream_record (raw shape: orjson.loads + decode)",

@@ -1,4 +1,4 @@
-"""The fast path of `pipeline.decode`: common, well-formed records typed without pydantic's validator.
+"""The dict fast path of `pipeline.decode`: common, well-formed records typed without pydantic's validator.
 
 `fast_event` takes a parsed stream record and returns the exact event `pipeline.decode`'s validated path
 would return for it, or ``None``. ``None`` means "not positively recognised": the caller then runs the
@@ -29,23 +29,23 @@ field, a ``BOOL`` or set ttl, a fractional creation time in the adapter shape or
 raw shape, a mapping that is not a dict, a value that is not an attribute value, and any value that
 does not decode (the validated path then raises its `DecodeError`).
 
-Instances are built as `BaseModel.model_construct` builds them (a new object whose ``__dict__``,
-``__pydantic_fields_set__``, ``__pydantic_extra__`` and ``__pydantic_private__`` are set), with the
+Instances are built as `BaseModel.model_construct` builds them, by `pipeline._instances.new_instance`
+(a new object whose ``__dict__``, ``__pydantic_fields_set__``, ``__pydantic_extra__`` and
+``__pydantic_private__`` are set), with the
 state pydantic's validator gives: fields in the model's order, defaults filled, the fields set naming
 exactly what the validated path's payload named (the items' extras included, as pydantic counts them),
 extras in the image's order, ``{}`` of extras on an item without any, ``None`` on the events and the
 position (``extra="forbid"``). `model_construct` itself is not called on the hot path: it is generic
 Python that costs more than validating (an entitlement row, measured: 3.2 us by `model_construct`,
-1.3 us by pydantic's validator, 0.6 us by `_instance`, which sets the same four slots directly).
-tests/pipeline/test_decode_fast_path.py shows that the state is the same as both `model_construct`'s
-and the validated path's, for every kind of record.
+1.3 us by pydantic's validator, 0.2 us by `new_instance`). tests/pipeline/test_decode_fast_path.py
+shows that the state is the same as both `model_construct`'s and the validated path's, for every kind
+of record.
 
-Speed (bench/bench_decode.py, entitlement MODIFY records): about 1.7x AWS Lambda Powertools'
-DynamoDBStreamModel, where the validated path alone gives 1.35x. What is left is CPython's own cost of
-the work: unwrapping some twenty attribute values (about 0.1 us each: a lookup, a type and a length
-check, a store) and creating four instances (about 0.35 us each: a new object and four slot stores),
-beside the 3 to 4 us orjson takes to parse the record. The bench prints the floor of that work with
-no check at all (only the unwrapping and the four instances): about 2.2x Powertools.
+Speed: adapter records the service writes take the wire path (`pipeline._wire_events`) before this
+one, which is faster still; this path serves the raw shape and the adapter records that path leaves
+(extras, NULLs, odd ttls). On the bench's records, when forced through it, about 1.8x AWS Lambda
+Powertools' DynamoDBStreamModel (the validated path alone: 1.35x): most of what is left is the 3 to 4 us
+orjson takes to build the record's dicts, one per attribute value.
 
 The checks assume the models as they are. `FAST_PATH_ENABLED` is computed at import from the models
 themselves (field names, order, annotations, requiredness, defaults, constraints, config, validators):
@@ -55,18 +55,20 @@ this module is updated (a test fails meanwhile).
 
 from __future__ import annotations
 
-__all__ = ["FAST_PATH_ENABLED", "fast_event"]
+__all__ = ["FAST_PATH_ENABLED", "build_event", "fast_event"]
 
 import math
-from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from pipeline._attribute_values import decode_value
+from pipeline._instances import new_instance
+from pipeline._record_format import CHANGES, EXACT_MILLIS_LIMIT, TTL_IDENTITY_TYPE, TTL_PRINCIPAL
 from pipeline.errors import DecodeError
 from pipeline.events import (
     SCHEMA_VERSION,
@@ -86,42 +88,14 @@ from pipeline.events import (
 )
 from schema.table import USER_PK_PREFIX, CleanupRecord, EntitlementRow, ItemKind, UnknownItem, item_kind
 
-TTL_IDENTITY_TYPE = "Service"
-TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_FAST_MILLIS_LIMIT = 2**32 * 1000
 _USER_PK_LENGTH = len(USER_PK_PREFIX)
 _INSERT = ChangeKind.INSERT
 _MODIFY = ChangeKind.MODIFY
 _REMOVE = ChangeKind.REMOVE
-_CHANGES = {"INSERT": _INSERT, "MODIFY": _MODIFY, "REMOVE": _REMOVE}
 _ENTITLEMENT = ItemKind.ENTITLEMENT
 _UNKNOWN = ItemKind.UNKNOWN
 _from_timestamp = datetime.fromtimestamp
-
-# -- building instances as model_construct does ----------------------------------------------------------
-
-# The four slots every BaseModel instance has; their descriptors' setters are what
-# `object.__setattr__(instance, name, value)` ends in, without the name lookup.
-_M = TypeVar("_M", bound=BaseModel)
-_new = object.__new__
-_set_dict: Callable[[Any, Any], None] = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set: Callable[[Any, Any], None] = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra: Callable[[Any, Any], None] = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private: Callable[[Any, Any], None] = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def _instance(
-    cls: type[_M], values: dict[str, Any], fields_set: set[str], extra: dict[str, Any] | None
-) -> _M:
-    """An instance with exactly this state, as `model_construct` leaves it (no post-init here)."""
-    instance = _new(cls)
-    _set_dict(instance, values)
-    _set_fields_set(instance, fields_set)
-    _set_extra(instance, extra)
-    _set_private(instance, None)
-    return instance
-
 
 # -- the models as the checks below assume them ----------------------------------------------------------
 
@@ -372,7 +346,7 @@ def _entitlement_row(image: Any, sort_key: str, adapter: bool) -> EntitlementRow
     if plain and len(image) == _ENTITLEMENT_ATTRIBUTES and len(fields) == _ENTITLEMENT_FIELD_COUNT:
         # The complete row, all strings: as many attributes as fields other than `kind`, none of them
         # an extra (the template did not grow) and none named "kind", so each field is present.
-        fields_set = set(_ENTITLEMENT_FIELDS_SET)
+        fields_set: AbstractSet[str] = _ENTITLEMENT_FIELDS_SET
         extra: dict[str, Any] | None = {}
     else:
         if plain:
@@ -398,13 +372,7 @@ def _entitlement_row(image: Any, sort_key: str, adapter: bool) -> EntitlementRow
         fields_set.add("kind")
     if fields["sk"] != sort_key:
         return None
-    # `_instance`, inlined.
-    row = _new(EntitlementRow)
-    _set_dict(row, fields)
-    _set_fields_set(row, fields_set)
-    _set_extra(row, extra)
-    _set_private(row, None)
-    return row
+    return new_instance(EntitlementRow, fields, fields_set, extra)
 
 
 def _cleanup_record(image: Any, sort_key: str, kind: ItemKind, adapter: bool) -> CleanupRecord | None:
@@ -439,7 +407,7 @@ def _cleanup_record(image: Any, sort_key: str, kind: ItemKind, adapter: bool) ->
         return None
     fields_set = set(image)
     fields_set.add("kind")
-    return _instance(CleanupRecord, fields, fields_set, extra)
+    return new_instance(CleanupRecord, fields, fields_set, extra)
 
 
 # -- events ---------------------------------------------------------------------------------------------
@@ -475,7 +443,7 @@ def fast_event(  # noqa: PLR0915 (one function: on this path a call costs ~0.1 u
         ddb = record.get("dynamodb")
         if type(event_id) is not str or not event_id or type(event_name) is not str or type(ddb) is not dict:
             return None
-        change = _CHANGES.get(event_name)
+        change = CHANGES.get(event_name)
         if change is None:
             return None
 
@@ -492,7 +460,7 @@ def fast_event(  # noqa: PLR0915 (one function: on this path a call costs ~0.1 u
 
         created = ddb.get("ApproximateCreationDateTime")
         if adapter:
-            if type(created) is not int or not 0 <= created < _FAST_MILLIS_LIMIT:
+            if type(created) is not int or not 0 <= created < EXACT_MILLIS_LIMIT:
                 return None
             # As `pipeline.decode` computes it (exact below 2**32 s).
             created_at: datetime | None = _from_timestamp(created / 1000, UTC)
@@ -557,66 +525,93 @@ def fast_event(  # noqa: PLR0915 (one function: on this path a call costs ~0.1 u
             if old_av is not None and (old_item := _cleanup_record(old_av, sort_key, kind, adapter)) is None:
                 return None
 
-        # The user: the item's userId (new image first), else what follows USER# in the partition key.
-        user_id = new_item.userId if new_item is not None else None
-        if not user_id and old_item is not None:
-            user_id = old_item.userId
-        if not user_id:
-            pk = keys.get("pk")
-            if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
-                user_id = pk[_USER_PK_LENGTH:]
-            else:
-                user_id = None
-
-        # `_instance`, inlined twice.
-        position = _new(StreamPosition)
-        _set_dict(position, {"stream_arn": stream_arn, "shard_id": shard_id, "sequence_number": sequence})
-        _set_fields_set(position, set(_POSITION_FIELDS_SET))
-        _set_extra(position, None)
-        _set_private(position, None)
-        if change is _MODIFY:
-            fields_set = _MODIFY_FIELDS_SET
-            if kind is not _ENTITLEMENT:
-                event_class: type[StreamEvent] = CleanupUpdated
-            elif new_item.status != old_item.status:  # type: ignore[union-attr]
-                event_class = EntitlementStatusChanged
-                fields_set = _STATUS_CHANGE_FIELDS_SET
-            else:
-                event_class = EntitlementUpdated
-        elif change is _INSERT:
-            fields_set = _INSERT_FIELDS_SET
-            event_class = EntitlementCreated if kind is _ENTITLEMENT else CleanupScheduled
-        else:
-            fields_set = _REMOVE_FIELDS_SET
-            if kind is _ENTITLEMENT:
-                event_class = EntitlementRemoved
-            else:
-                event_class = CleanupExpired if ttl_deletion else CleanupCancelled
-        values: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "event_type": _EVENT_TYPES[event_class],
-            "event_id": event_id,
-            "change": change,
-            "position": position,
-            "created_at": created_at,
-            "keys": keys,
-            "item_kind": kind,
-            "user_id": user_id,
-            "ttl_deletion": ttl_deletion,
-            "old_item": old_item,
-            "new_item": new_item,
-        }
-        if event_class is EntitlementStatusChanged:
-            values["from_status"] = old_item.status  # type: ignore[union-attr]
-            values["to_status"] = new_item.status  # type: ignore[union-attr]
-        built = _new(event_class)
-        _set_dict(built, values)
-        _set_fields_set(built, set(fields_set))
-        _set_extra(built, None)
-        _set_private(built, None)
-        return built
+        return build_event(
+            change=change,
+            kind=kind,
+            event_id=event_id,
+            sequence=sequence,
+            created_at=created_at,
+            keys=keys,
+            new_item=new_item,
+            old_item=old_item,
+            ttl_deletion=ttl_deletion,
+            stream_arn=stream_arn,
+            shard_id=shard_id,
+        )
     except (DecodeError, AttributeError, TypeError, ValueError, KeyError):
         return None  # the validated path decides, and raises what it raises
+
+
+def build_event(
+    *,
+    change: ChangeKind,
+    kind: ItemKind,
+    event_id: str,
+    sequence: str,
+    created_at: datetime,
+    keys: dict[str, Any],
+    new_item: EntitlementRow | CleanupRecord | None,
+    old_item: EntitlementRow | CleanupRecord | None,
+    ttl_deletion: bool,
+    stream_arn: str,
+    shard_id: str,
+) -> StreamEvent:
+    """The event of a checked record of a known item kind whose images the change implies, built as
+    the validated path would build it (the class its change and statuses select, the user from the items
+    or the partition key)."""
+    # The user: the item's userId (new image first), else what follows USER# in the partition key.
+    user_id = new_item.userId if new_item is not None else None
+    if not user_id and old_item is not None:
+        user_id = old_item.userId
+    if not user_id:
+        pk = keys.get("pk")
+        if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
+            user_id = pk[_USER_PK_LENGTH:]
+        else:
+            user_id = None
+
+    position = new_instance(
+        StreamPosition,
+        {"stream_arn": stream_arn, "shard_id": shard_id, "sequence_number": sequence},
+        _POSITION_FIELDS_SET,
+        None,
+    )
+    if change is _MODIFY:
+        fields_set = _MODIFY_FIELDS_SET
+        if kind is not _ENTITLEMENT:
+            event_class: type[StreamEvent] = CleanupUpdated
+        elif new_item.status != old_item.status:  # type: ignore[union-attr]
+            event_class = EntitlementStatusChanged
+            fields_set = _STATUS_CHANGE_FIELDS_SET
+        else:
+            event_class = EntitlementUpdated
+    elif change is _INSERT:
+        fields_set = _INSERT_FIELDS_SET
+        event_class = EntitlementCreated if kind is _ENTITLEMENT else CleanupScheduled
+    else:
+        fields_set = _REMOVE_FIELDS_SET
+        if kind is _ENTITLEMENT:
+            event_class = EntitlementRemoved
+        else:
+            event_class = CleanupExpired if ttl_deletion else CleanupCancelled
+    values: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "event_type": _EVENT_TYPES[event_class],
+        "event_id": event_id,
+        "change": change,
+        "position": position,
+        "created_at": created_at,
+        "keys": keys,
+        "item_kind": kind,
+        "user_id": user_id,
+        "ttl_deletion": ttl_deletion,
+        "old_item": old_item,
+        "new_item": new_item,
+    }
+    if event_class is EntitlementStatusChanged:
+        values["from_status"] = old_item.status  # type: ignore[union-attr]
+        values["to_status"] = new_item.status  # type: ignore[union-attr]
+    return new_instance(event_class, values, fields_set, None)
 
 
 _EVENT_TYPES: dict[type[StreamEvent], EventType] = {

@@ -40,16 +40,20 @@ text (a lone surrogate, which only a raw-shape mapping can hold), and a record t
 stream or another sequence number than the one it was read at. The error's message names the reason only; its
 context holds the shard, and the sequence number and event id where they could be read.
 
-Speed (``make bench``, bench/bench_decode.py). Two paths give the same events:
+Speed (``make bench``, bench/bench_decode.py). Three paths give the same events, tried in this order:
 
-- The fast path (`pipeline._fast_events`), tried first in both shapes: for the common, well-formed
-  records (an entitlement row or a cleanup record of a known kind, its images as the change implies,
-  every field of the exact type the strict models require) it checks each field explicitly in plain
-  Python and builds the event, its position and its items as `model_construct` does, without pydantic's
-  validator. Anything it does not positively recognise (an unknown item, a malformed or unusual record,
-  anything that would raise) it leaves, returning None, to the validated path. Measured on the bench's
-  entitlement MODIFY records: about 1.7x AWS Lambda Powertools' DynamoDBStreamModel, against 1.35x for
-  the validated path alone.
+- The wire path (`pipeline._wire_events`, adapter bytes only): msgspec decodes the bytes straight into
+  structs shaped like the records the service writes, checking every type in C, and the event is built
+  from them. Every record the service writes takes it; anything else (an extra attribute, a NULL, a
+  string ttl, an unknown item, bad JSON) falls through to the next path. Measured on the bench's
+  entitlement MODIFY records: about 2.7x AWS Lambda Powertools' DynamoDBStreamModel.
+- The dict fast path (`pipeline._fast_events`, both shapes): for the common, well-formed records parsed
+  into dicts (an entitlement row or a cleanup record of a known kind, its images as the change implies,
+  every field of the exact type the strict models require, extras allowed) it checks each field
+  explicitly in plain Python and builds the event, its position and its items as `model_construct`
+  does, without pydantic's validator. Anything it does not positively recognise (an unknown item, a
+  malformed or unusual record, anything that would raise) it leaves, returning None, to the validated
+  path.
 - The validated path: a known item kind whose images fit their shape is validated by pydantic in one
   call on the event class with the images as plain dicts, so pydantic-core builds the event, its
   position and both items in one pass: about 20% less pydantic time than validating each item first
@@ -58,7 +62,10 @@ Speed (``make bench``, bench/bench_decode.py). Two paths give the same events:
   its argument checks. When that validation fails the record takes the exact path: `parse_item` on
   each image, the event the typed items allow, else `UnknownItemChanged`.
 
-Property tests force records through each path and compare: the fast path against the validated path
+Both fast paths build instances with `pipeline._instances.new_instance` (compiled with Cython by the
+set-up; a Python build of the same state otherwise).
+
+Property tests force records through each path and compare: the fast paths against the validated path
 (tests/pipeline/test_decode_fast_path.py: equal models, dumps, fields sets and extras, or the same
 error), and the one-call validation against the exact path (tests/pipeline/test_decode.py).
 """
@@ -78,6 +85,8 @@ from pydantic import ValidationError
 
 from pipeline._attribute_values import decode_image
 from pipeline._fast_events import FAST_PATH_ENABLED, fast_event
+from pipeline._record_format import CHANGES, EXACT_MILLIS_LIMIT, TTL_IDENTITY_TYPE, TTL_PRINCIPAL
+from pipeline._wire_events import wire_event
 from pipeline.errors import DecodeError
 from pipeline.events import (
     SEQUENCE_WIDTH,
@@ -104,9 +113,6 @@ from schema.table import (
     parse_item,
 )
 
-TTL_IDENTITY_TYPE = "Service"
-TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-
 # Attribute names of the table's keys (docs/table.md).
 _PK = "pk"
 _SK = "sk"
@@ -117,10 +123,8 @@ _MODIFY = ChangeKind.MODIFY
 _REMOVE = ChangeKind.REMOVE
 _ENTITLEMENT = ItemKind.ENTITLEMENT
 _UNKNOWN = ItemKind.UNKNOWN
-_CHANGES = {"INSERT": _INSERT, "MODIFY": _MODIFY, "REMOVE": _REMOVE}
 _USER_PK_LENGTH = len(USER_PK_PREFIX)
 _MAX_EVENT_ID_IN_CONTEXT = 128
-_FAST_MILLIS_LIMIT = 2**32 * 1000
 
 
 def _no_fast_path(
@@ -129,8 +133,14 @@ def _no_fast_path(
     return None
 
 
-# The fast path (`pipeline._fast_events`): the exact event for the records it positively recognises,
-# else None and the validated path below. Off when the models no longer match its checks.
+def _no_wire_path(data: bytes, stream_arn: str, shard_id: str, read_at: str | None) -> StreamEvent | None:
+    return None
+
+
+# The fast paths (`pipeline._wire_events` from the adapter's bytes, `pipeline._fast_events` from a parsed
+# record): the exact event for the records each positively recognises, else None and the next path.
+# Both are off when the models no longer match their checks.
+_wire_event = wire_event if FAST_PATH_ENABLED else _no_wire_path
 _fast_event = fast_event if FAST_PATH_ENABLED else _no_fast_path
 
 
@@ -149,6 +159,9 @@ def decode_record(
     `sequence_number` is the KCL record's sequence number; when given, the stream record's own
     ``SequenceNumber`` must equal it (the adapter sets one from the other).
     """
+    event = _wire_event(data, stream_arn, shard_id, sequence_number)
+    if event is not None:
+        return event
     record: Any = None
     try:
         try:
@@ -194,7 +207,7 @@ def _decode(
     if type(event_id) is not str or not event_id:
         raise DecodeError("eventID is missing or not a string")
     event_name = record.get("eventName")
-    change = _CHANGES.get(event_name) if type(event_name) is str else None
+    change = CHANGES.get(event_name) if type(event_name) is str else None
     if change is None:
         raise DecodeError("eventName is not INSERT, MODIFY or REMOVE")
     ddb = record.get("dynamodb")
@@ -217,7 +230,7 @@ def _decode(
         raise DecodeError("SequenceNumber differs from the sequence number the record was read at")
 
     created = ddb.get("ApproximateCreationDateTime")
-    if adapter and type(created) is int and 0 <= created < _FAST_MILLIS_LIMIT:
+    if adapter and type(created) is int and 0 <= created < EXACT_MILLIS_LIMIT:
         # Exact: below 2**32 s a float's error is under half a microsecond and fromtimestamp rounds to
         # the microsecond, so a whole millisecond comes back whole (a property test checks it).
         created_at = datetime.fromtimestamp(created / 1000, UTC)

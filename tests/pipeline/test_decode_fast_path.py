@@ -1,10 +1,12 @@
-"""The fast path of stream record decoding (`pipeline._fast_events`) against the validated path.
+"""The fast paths of stream record decoding against the validated path.
 
-The validated path is `pipeline.decode` with the fast path switched off (`decode._fast_event` made to
-recognise nothing), so every record goes through pydantic's strict validation. For any record, in
-either shape, the fast path must give the very same outcome: the same event class, equal models, equal
-dumps (Python and JSON, in the same field order), the same fields set, extras and private state on the
-event, its position and its items; or the same exception with the same reason.
+The fast paths: `pipeline._wire_events` (the adapter's bytes decoded by msgspec into the service's
+shapes) and `pipeline._fast_events` (a parsed record, in either shape). The validated path is
+`pipeline.decode` with both switched off (made to recognise nothing), so every record goes through
+pydantic's strict validation. For any record, in either shape, the fast paths must give the very same
+outcome: the same event class, equal models, equal dumps (Python and JSON, in the same field order), the
+same fields set, extras and private state on the event, its position and its items; or the same
+exception with the same reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import pipeline.decode as decode_module
 from pipeline._fast_events import _ASSUMED, FAST_PATH_ENABLED, _model_matches, fast_event
+from pipeline._wire_events import wire_event
 from pipeline.decode import decode_record, decode_stream_record
 from pipeline.errors import DecodeError
 from pipeline.events import (
@@ -70,7 +73,16 @@ def _outcome(call: Callable[[], StreamEvent]) -> StreamEvent | Exception:
 
 def _validated(call: Callable[[], StreamEvent]) -> StreamEvent | Exception:
     with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(decode_module, "_wire_event", lambda *args, **kwargs: None)
         patched.setattr(decode_module, "_fast_event", lambda *args, **kwargs: None)
+        return _outcome(call)
+
+
+def _without_the_wire_path(call: Callable[[], StreamEvent]) -> StreamEvent | Exception:
+    """The dict-based fast path first, then the validated path: what an adapter record the wire path
+    does not recognise goes through."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(decode_module, "_wire_event", lambda *args, **kwargs: None)
         return _outcome(call)
 
 
@@ -363,18 +375,25 @@ def _to_raw(draw: st.DrawFn, record: dict[str, Any], read_at: str | None) -> dic
 
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(adapter_records())
-def test_the_fast_path_gives_the_validated_outcome_for_any_adapter_record(
+def test_the_fast_paths_give_the_validated_outcome_for_any_adapter_record(
     drawn: tuple[dict[str, Any], str | None],
 ) -> None:
     record, read_at = drawn
     data = json.dumps(record, ensure_ascii=False).encode()
 
     fast = _outcome(_adapter_call(data, read_at))
+    dict_path = _without_the_wire_path(_adapter_call(data, read_at))
     validated = _validated(_adapter_call(data, read_at))
 
-    event("fast path" if fast_event(json.loads(data), STREAM_ARN, SHARD, read_at, True) else "validated")
+    if wire_event(data, STREAM_ARN, SHARD, read_at):
+        event("wire path")
+    elif fast_event(json.loads(data), STREAM_ARN, SHARD, read_at, True):
+        event("dict fast path")
+    else:
+        event("validated")
     event(type(validated).__name__)
     assert_same_outcome(fast, validated)
+    assert_same_outcome(dict_path, validated)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -433,18 +452,120 @@ def test_each_documented_entitlements_record_takes_the_fast_path(name: str) -> N
     assert_same_outcome(built, _validated(_adapter_call(json.dumps(ADAPTER[name]).encode(), None)))
 
 
+def _changed(name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    record = copy.deepcopy(ADAPTER[name])
+    change(record)
+    return record
+
+
+@pytest.mark.parametrize("name", [n for n in ADAPTER if not n.startswith("_") and n != "unknown_item"])
+def test_each_documented_entitlements_record_takes_the_wire_path(name: str) -> None:
+    data = json.dumps(ADAPTER[name]).encode()
+
+    built = wire_event(data, STREAM_ARN, SHARD, None)
+
+    assert built is not None
+    assert_same_outcome(built, _validated(_adapter_call(data, None)))
+
+
+def _as_the_service_writes_it(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with what the service never writes taken out: attributes the table does not define,
+    NULL values, and a ttl that is not a Number of whole seconds."""
+    shaped = copy.deepcopy(record)
+    for section in ("NewImage", "OldImage"):
+        image = shaped["dynamodb"].get(section)
+        if not image:
+            continue
+        for name in list(image):
+            if name not in FIELD_NAMES or name == "kind" or "NULL" in image[name]:
+                del image[name]
+        if "ttl" in image and "N" not in image["ttl"]:
+            image["ttl"] = {"N": "1772697600"}
+    return shaped
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(adapter_records(well_formed=True))
+def test_every_record_as_the_service_writes_it_takes_the_wire_path(
+    drawn: tuple[dict[str, Any], str | None],
+) -> None:
+    record, read_at = drawn
+    data = json.dumps(_as_the_service_writes_it(record), ensure_ascii=False).encode()
+
+    built = wire_event(data, STREAM_ARN, SHARD, read_at)
+
+    assert built is not None
+    assert_same_outcome(built, _validated(_adapter_call(data, read_at)))
+    event(type(built).__name__)
+
+
+WIRE_FALLBACKS: dict[str, dict[str, Any]] = {
+    "an attribute the table does not define": _changed(
+        "relink", lambda r: r["dynamodb"]["NewImage"].__setitem__("tier", {"S": "gold"})
+    ),
+    "a NULL optional attribute": _changed(
+        "relink", lambda r: r["dynamodb"]["OldImage"].__setitem__("processorToken", {"NULL": True})
+    ),
+    "a ttl written as a string": _changed(
+        "stale_scheduled", lambda r: r["dynamodb"]["NewImage"].__setitem__("ttl", {"S": "1772697600"})
+    ),
+    "a ttl on an entitlement row": _changed(
+        "relink", lambda r: r["dynamodb"]["NewImage"].__setitem__("ttl", {"N": "1772697600"})
+    ),
+    "an entitlement attribute on a cleanup record": _changed(
+        "cancellation_scheduled", lambda r: r["dynamodb"]["NewImage"].__setitem__("status", {"S": "Active"})
+    ),
+    "a key attribute that is a Number": _changed(
+        "relink", lambda r: r["dynamodb"]["Keys"].__setitem__("version", {"N": "1"})
+    ),
+}
+
+
+@pytest.mark.parametrize("name", WIRE_FALLBACKS)
+def test_a_record_the_wire_path_leaves_takes_the_dict_fast_path(name: str) -> None:
+    data = json.dumps(WIRE_FALLBACKS[name]).encode()
+
+    assert wire_event(data, STREAM_ARN, SHARD, None) is None
+    built = fast_event(json.loads(data), STREAM_ARN, SHARD, None, True)
+    assert built is not None
+    assert_same_outcome(_outcome(_adapter_call(data, None)), _validated(_adapter_call(data, None)))
+    assert_same_outcome(built, _validated(_adapter_call(data, None)))
+
+
+def _json_variants() -> dict[str, bytes]:
+    """The same record written in ways JSON allows (and one it does not), for both parsers to read."""
+    text = json.dumps(ADAPTER["relink"])
+    user_id = ADAPTER["relink"]["dynamodb"]["NewImage"]["userId"]["S"]
+    return {
+        "spaces around every token": json.dumps(ADAPTER["relink"], indent=2).encode(),
+        "escaped characters": json.dumps(ADAPTER["relink"], ensure_ascii=True)
+        .replace(user_id, "".join(f"\\u{ord(c):04x}" for c in user_id))
+        .encode(),
+        "a duplicate key in the envelope (the last wins)": ('{"eventName": "INSERT", ' + text[1:]).encode(),
+        "a duplicate attribute in an image (the last wins)": text.replace(
+            '"NewImage": {', '"NewImage": {"status": {"S": "Superseded"}, '
+        ).encode(),
+        "a duplicate type key in a value": text.replace(
+            '{"S": "Active"}', '{"S": "x", "S": "Active"}'
+        ).encode(),
+        "a byte-order mark": b"\xef\xbb\xbf" + text.encode(),
+        "a raw control character in a string": text.replace(user_id, user_id + "\n").encode(),
+        "a lone surrogate escaped": text.replace(user_id, user_id + "\\ud800").encode(),
+        "trailing data": text.encode() + b" {}",
+    }
+
+
+@pytest.mark.parametrize(("name", "data"), _json_variants().items())
+def test_both_parsers_read_json_alike(name: str, data: bytes) -> None:
+    assert_same_outcome(_outcome(_adapter_call(data, None)), _validated(_adapter_call(data, None)))
+
+
 @pytest.mark.parametrize("name", [n for n in RAW if not n.startswith("_")])
 def test_each_documented_raw_record_takes_the_fast_path(name: str) -> None:
     built = fast_event(copy.deepcopy(RAW[name]), STREAM_ARN, SHARD, None, False)
 
     assert built is not None
     assert_same_outcome(built, _validated(_raw_call(RAW[name])))
-
-
-def _changed(name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    record = copy.deepcopy(ADAPTER[name])
-    change(record)
-    return record
 
 
 FALLBACKS: dict[str, dict[str, Any]] = {
@@ -485,6 +606,7 @@ def test_a_record_the_fast_path_does_not_recognise_takes_the_validated_path(name
     record = FALLBACKS[name]
     data = json.dumps(record).encode()
 
+    assert wire_event(data, STREAM_ARN, SHARD, None) is None
     assert fast_event(json.loads(data), STREAM_ARN, SHARD, None, True) is None
     assert_same_outcome(_outcome(_adapter_call(data, None)), _validated(_adapter_call(data, None)))
 
