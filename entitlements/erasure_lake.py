@@ -17,7 +17,7 @@ processors never import analytics).
 
 from __future__ import annotations
 
-__all__ = ["MASK_FILE_NAME", "AnalyticsLakeEraser"]
+__all__ = ["MASK_FILE_NAME", "AnalyticsLakeEraser", "users_being_erased"]
 
 import json
 import os
@@ -37,6 +37,12 @@ from analytics.lake.purge import PURGED_DATASETS
 from schema.table import USER_PK_PREFIX
 
 MASK_FILE_NAME = "erasure-lake-mask.json"
+
+
+def users_being_erased(lake: Lake, state_dir: Path) -> frozenset[str]:
+    """The users an erasure has masked in `lake` and not yet purged: every reader of the lake hides them
+    (`entitlements sql`, `audit`, `mine`), whatever the files still hold."""
+    return AnalyticsLakeEraser(lake, state_dir / MASK_FILE_NAME).masked_users()
 
 
 class AnalyticsLakeEraser:

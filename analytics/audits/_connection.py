@@ -85,11 +85,13 @@ def open_connection(
     from_snapshot: bool = True,
     threads: int | None = None,
     views: Iterable[str] | None = None,
+    mask: Iterable[str] = (),
 ) -> tuple[duckdb.DuckDBPyConnection, str]:
     """A new connection ready for the checks, and where `now` reads from: "snapshot" (the latest
     snapshot plus the changes it has not folded) or "log" (the whole log folded; always with `as_of`).
 
-    `views`: the lake's views the checks will read (every one by default); fewer bind faster."""
+    `views`: the lake's views the checks will read (every one by default); fewer bind faster. `mask`: the
+    users every view hides."""
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
@@ -98,7 +100,7 @@ def open_connection(
         use_snapshot = from_snapshot and as_of is None and read_manifest(lake) is not None
         if views is not None and as_of is not None:
             views = {*views, *_RESTRICTED}  # `_restrict` redefines these
-        create_views(con, lake, from_snapshot=use_snapshot, views=views)
+        create_views(con, lake, mask=mask, from_snapshot=use_snapshot, views=views)
         if as_of is not None:
             _restrict(con, as_of)
         _set_parameters(con, config, as_of)

@@ -144,13 +144,15 @@ def run_audits(
     from_snapshot: bool = True,
     threads: int | None = None,
     clock: Callable[[], datetime] = _utcnow,
+    mask: Iterable[str] = (),
 ) -> AuditReport:
     """Run the checks (all, or those named) over `lake` and return the report.
 
     `now` checks read the table's state: the latest snapshot plus the changes it has not folded
     (`from_snapshot`), else the whole log folded; with `as_of` (stream time), the state made of every
     change up to then, and `ever` checks read the history up to then. `erased_user_ids` and `ledger`
-    make the erasure exception (empty by default): deletes of those users are not reported.
+    make the erasure exception (empty by default): deletes of those users are not reported. The users in
+    `mask` (being erased) are hidden from every view, as in `analytics.connect`.
     """
     config = config or load_config()
     available = load_checks()
@@ -172,7 +174,13 @@ def run_audits(
         views.update(("raw_changes", "raw_outcomes"))  # the report's log summary
     try:
         con, source = open_connection(
-            lake, config, as_of=moment, from_snapshot=from_snapshot, threads=threads, views=views
+            lake,
+            config,
+            as_of=moment,
+            from_snapshot=from_snapshot,
+            threads=threads,
+            views=views,
+            mask=mask,
         )
     except (duckdb.Error, OSError, pa.ArrowException) as error:
         raise AuditError(f"cannot open the lake ({type(error).__name__})") from None

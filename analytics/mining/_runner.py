@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = ["MiningError", "MiningResult", "report_charts", "run_report"]
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -60,9 +61,10 @@ def run_report(
     policy: PolicySettings | None = None,
     from_snapshot: bool = False,
     generated_at: datetime | None = None,
+    mask: Iterable[str] = (),
 ) -> MiningResult:
     """Run the report called `name` over `lake` (views from analytics/sql, then
-    analytics/sql/mining/_base.sql, then the report's SQL)."""
+    analytics/sql/mining/_base.sql, then the report's SQL), hiding the users in `mask`."""
     reports = {r.name: r for r in load_reports()}
     report = reports.get(name)
     if report is None:
@@ -73,7 +75,7 @@ def run_report(
         con.execute("SET enable_progress_bar = false")
         base = (MINING_SQL_DIR / "_base.sql").read_text(encoding="utf-8")
         views = views_read_by(base) | views_read_by(report.sql)
-        create_views(con, lake, from_snapshot=from_snapshot, views=views)
+        create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views)
         con.execute(f"SET VARIABLE mine_cleanup_ttl_days = {int(policy.cleanup_ttl_days)}")
         con.execute(f"SET VARIABLE mine_stale_ttl_days = {int(policy.stale_entitlement_ttl_days)}")
         con.execute(base)

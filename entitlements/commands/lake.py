@@ -29,7 +29,7 @@ from analytics.lake import compact, lake_from_settings, read_manifest, snapshot,
 from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
-from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
+from entitlements.erasure_lake import users_being_erased
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The Parquet lake.")
 
@@ -156,7 +156,7 @@ def sql_command(
     settings = load_settings()
     lake = lake_from_settings(settings)
     # Accounts being erased are hidden at once, before their files are purged (docs/operations/erasure.md).
-    erasing = AnalyticsLakeEraser(lake, settings.consumer.state_dir / MASK_FILE_NAME).masked_users()
+    erasing = users_being_erased(lake, settings.consumer.state_dir)
     con = connect(lake, mask=erasing, from_snapshot=not from_log)
     try:
         relation = con.sql(query)

@@ -13,6 +13,7 @@ from analytics.lake import open_lake
 from config import load_settings
 from entitlements.cli import app as cli
 from entitlements.commands.audit import app
+from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.table import entitlement_key
 from tests.analytics.audits.story import Story, clean_story
@@ -21,7 +22,7 @@ from tests.analytics.audits.story import Story, clean_story
 def land(tmp_path: Path, story: Story) -> dict[str, str]:
     lake = open_lake(str(tmp_path / "lake"))
     story.land(lake)
-    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri}
+    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri, "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
 
 
 def duplicate(story: Story) -> Story:
@@ -127,3 +128,15 @@ def test_a_bad_argument_exits_two(tmp_path: Path, args: tuple[str, ...]) -> None
 def test_an_unreadable_thresholds_file_exits_two(tmp_path: Path) -> None:
     result = invoke(land(tmp_path, clean_story()), "--thresholds", str(tmp_path / "missing.toml"))
     assert result.exit_code == 2 and "AuditConfigError" in result.stderr
+
+
+def test_users_being_erased_are_left_out_of_the_audit(tmp_path: Path) -> None:
+    env = land(tmp_path, duplicate(clean_story()))
+    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake")), tmp_path / "state" / MASK_FILE_NAME).mask(
+        ["mallory"]
+    )
+
+    result = invoke(env, "--format", "json")
+
+    assert result.exit_code == 0, result.output
+    assert "mallory" not in result.stdout

@@ -11,13 +11,14 @@ from analytics.lake import open_lake
 from analytics.mining import load_reports
 from entitlements.cli import app as cli
 from entitlements.commands.mine import app
+from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from tests.analytics.audits.story import clean_story
 
 
 def landed(tmp_path: Path) -> dict[str, str]:
     lake = open_lake(str(tmp_path / "lake"))
     clean_story().land(lake)
-    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri}
+    return {"ENTITLEMENTS_LAKE__ROOT": lake.uri, "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
 
 
 def invoke(env: dict[str, str], *args: str) -> Result:
@@ -75,3 +76,18 @@ def test_no_report_named_exits_two() -> None:
 def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
     result = invoke({"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "nowhere")}, "daily_activity")
     assert result.exit_code == 2 and "no lake at" in result.stderr
+
+
+def test_users_being_erased_are_left_out_of_every_report(tmp_path: Path) -> None:
+    env = landed(tmp_path)
+    everyone = json.loads(invoke(env, "accounts_per_user", "--format", "json").stdout)["rows"]
+    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake")), tmp_path / "state" / MASK_FILE_NAME).mask(
+        ["alice"]
+    )
+
+    result = invoke(env, "accounts_per_user", "--format", "json")
+
+    assert result.exit_code == 0, result.output
+    assert sum(row["users"] for row in json.loads(result.stdout)["rows"]) == (
+        sum(row["users"] for row in everyone) - 1
+    )
