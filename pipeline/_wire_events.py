@@ -42,15 +42,19 @@ from msgspec import UNSET
 from pipeline._attribute_values import parse_number
 from pipeline._fast_events import build_event
 from pipeline._instances import new_instance
-from pipeline._record_format import CHANGES, EXACT_MILLIS_LIMIT, TTL_IDENTITY_TYPE, TTL_PRINCIPAL
+from pipeline._record_format import (
+    CHANGES,
+    EXACT_MILLIS_LIMIT,
+    INSERT,
+    REMOVE,
+    TTL_IDENTITY_TYPE,
+    TTL_PRINCIPAL,
+)
 from pipeline._wire_shapes import NO_IMAGE, Change, Identity, Item, decode_record_bytes
 from pipeline.errors import DecodeError
 from pipeline.events import SEQUENCE_WIDTH, ChangeKind, StreamEvent
 from schema.table import CleanupRecord, EntitlementRow, ItemKind, item_kind
 
-_INSERT = ChangeKind.INSERT
-_MODIFY = ChangeKind.MODIFY
-_REMOVE = ChangeKind.REMOVE
 _ENTITLEMENT = ItemKind.ENTITLEMENT
 _UNKNOWN = ItemKind.UNKNOWN
 _from_timestamp = datetime.fromtimestamp
@@ -175,7 +179,7 @@ def _items(change: ChangeKind, kind: ItemKind, sort_key: str, ddb: Change) -> _I
         new = None
     if old is not None and old.pk is UNSET and old == NO_IMAGE:
         old = None
-    if (new is None) != (change is _REMOVE) or (old is None) != (change is _INSERT):
+    if (new is None) != (change is REMOVE) or (old is None) != (change is INSERT):
         return None
     if kind is _ENTITLEMENT:
         new_item: EntitlementRow | CleanupRecord | None = (
@@ -236,7 +240,7 @@ def wire_event(data: bytes, stream_arn: str, shard_id: str, read_at: str | None)
         is_ttl = _is_ttl_identity(record.userIdentity)
         if is_ttl is None:
             return None
-        ttl_deletion = is_ttl and change is _REMOVE
+        ttl_deletion = is_ttl and change is REMOVE
 
     keys = {}
     for name, value in ddb.Keys.items():  # a loop: a comprehension costs a call on Python 3.11
@@ -248,16 +252,8 @@ def wire_event(data: bytes, stream_arn: str, shard_id: str, read_at: str | None)
     items = _items(change, kind, sort_key, ddb)
     if items is None:
         return None
+    new_item, old_item = items
     return build_event(
-        change=change,
-        kind=kind,
-        event_id=event_id,
-        sequence=sequence,
-        created_at=created_at,
-        keys=keys,
-        new_item=items[0],
-        old_item=items[1],
-        ttl_deletion=ttl_deletion,
-        stream_arn=stream_arn,
-        shard_id=shard_id,
-    )
+        change, kind, event_id, sequence, created_at, keys, new_item, old_item, ttl_deletion,
+        stream_arn, shard_id,
+    )  # fmt: skip

@@ -85,7 +85,15 @@ from pydantic import ValidationError
 
 from pipeline._attribute_values import decode_image
 from pipeline._fast_events import FAST_PATH_ENABLED, fast_event
-from pipeline._record_format import CHANGES, EXACT_MILLIS_LIMIT, TTL_IDENTITY_TYPE, TTL_PRINCIPAL
+from pipeline._record_format import (
+    CHANGES,
+    EXACT_MILLIS_LIMIT,
+    INSERT,
+    MODIFY,
+    REMOVE,
+    TTL_IDENTITY_TYPE,
+    TTL_PRINCIPAL,
+)
 from pipeline._wire_events import wire_event
 from pipeline.errors import DecodeError
 from pipeline.events import (
@@ -118,9 +126,6 @@ _PK = "pk"
 _SK = "sk"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CLEANUP_KINDS = (ItemKind.CANCELLATION, ItemKind.STALE)
-_INSERT = ChangeKind.INSERT
-_MODIFY = ChangeKind.MODIFY
-_REMOVE = ChangeKind.REMOVE
 _ENTITLEMENT = ItemKind.ENTITLEMENT
 _UNKNOWN = ItemKind.UNKNOWN
 _USER_PK_LENGTH = len(USER_PK_PREFIX)
@@ -263,7 +268,7 @@ def _decode(
         raise DecodeError(f"OldImage: {error.reason}") from None
 
     identity = record.get("userIdentity")
-    ttl_deletion = identity is not None and _is_ttl_identity(identity) and change is _REMOVE
+    ttl_deletion = identity is not None and _is_ttl_identity(identity) and change is REMOVE
     position = {"stream_arn": stream_arn, "shard_id": shard_id, "sequence_number": sequence}
     return _event(
         event_id, change, position, created_at, keys=keys, new=new, old=old, ttl_deletion=ttl_deletion
@@ -398,7 +403,7 @@ def _event(
         and (new is None or (new.get(_SK) == sort_key and "kind" not in new))
         and (old is None or (old.get(_SK) == sort_key and "kind" not in old))
     ):
-        if change is _MODIFY:
+        if change is MODIFY:
             if new is not None and old is not None:
                 if kind is not _ENTITLEMENT:
                     event_class = CleanupUpdated
@@ -408,7 +413,7 @@ def _event(
                     payload["to_status"] = new.get("status")
                 else:
                     event_class = EntitlementUpdated
-        elif change is _INSERT:
+        elif change is INSERT:
             if new is not None and old is None:
                 event_class = EntitlementCreated if kind is _ENTITLEMENT else CleanupScheduled
         elif new is None:  # a REMOVE carries no new image

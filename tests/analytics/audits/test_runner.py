@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -58,12 +59,18 @@ def test_from_log_folds_the_whole_log_even_with_a_snapshot(story: Story, lake: L
     assert report.source == "log" and found(report) == {}
 
 
-def test_as_of_audits_the_state_and_history_at_that_instant(story: Story, lake: Lake) -> None:
+def plant_duplicate_fixed_later(story: Story, lake: Lake) -> datetime:
+    """A duplicate Active row, superseded ten minutes on; lands the story and returns an instant between."""
     plant_duplicate(story)
     during = story.tick(minutes=5)
     story.tick(minutes=5)
     story.set_status("mallory", "mallory-1", "Superseded")
     story.land(lake)
+    return during
+
+
+def test_as_of_audits_the_state_and_history_at_that_instant(story: Story, lake: Lake) -> None:
+    during = plant_duplicate_fixed_later(story, lake)
     assert "duplicate_active_rows" not in found(run_audits(lake))
     report = run_audits(lake, as_of=during)
     assert report.source == "log" and report.as_of == during
@@ -183,11 +190,7 @@ def test_each_check_run_alone_finds_what_it_finds_in_a_full_run(story: Story, la
 
 
 def test_a_check_run_alone_as_of_an_instant_reads_the_log_to_then(story: Story, lake: Lake) -> None:
-    plant_duplicate(story)
-    during = story.tick(minutes=5)
-    story.tick(minutes=5)
-    story.set_status("mallory", "mallory-1", "Superseded")
-    story.land(lake)
+    during = plant_duplicate_fixed_later(story, lake)
 
     report = run_audits(lake, as_of=during, checks=["duplicate_active_rows"])
 
