@@ -38,6 +38,7 @@ from analytics.lake._files import (
 )
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import COMPACTED_PREFIX
+from analytics.lake._rewrite_lock import rewrites_lake
 from analytics.lake._schema import (
     CHANGE_IDENTITY,
     CHANGES,
@@ -151,6 +152,7 @@ def _compact_partition(
     result.duplicates_dropped[dataset] += dropped
 
 
+@rewrites_lake
 def compact(
     lake: Lake,
     *,
@@ -160,7 +162,7 @@ def compact(
     allow_list: AllowList | None = None,
 ) -> CompactionResult:
     """Merge each partition's small files. Safe to run while landing goes on (it only touches the files
-    it listed); run one compaction at a time per lake."""
+    it listed); it holds the lake's rewrite lock, so purges, snapshots and other compactions wait."""
     allow = allow_list or default_allow_list()
     ensure_layout(lake, allow)
     schemas = {CHANGES: changes_schema(allow), OUTCOMES: OUTCOMES_SCHEMA}

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from analytics.lake._files import list_parquet, read_schema, read_table, write_parquet_atomic
 from analytics.lake._filesystem import Lake
+from analytics.lake._rewrite_lock import rewrites_lake
 from analytics.lake._schema import CHANGES, OUTCOMES, STATE_DIR
 from analytics.lake.snapshot import AS_OF_DIR
 from schema.table import USER_PK_PREFIX
@@ -53,6 +54,7 @@ def _matches(table: pa.Table, user_ids: pa.Array, pks: pa.Array) -> pa.ChunkedAr
     return mask
 
 
+@rewrites_lake
 def purge_users(lake: Lake, user_ids: Iterable[str]) -> PurgeCounts:
     """Delete every row of `user_ids` from the change log, outcomes, snapshot state and as-of files."""
     ids = sorted(set(user_ids))

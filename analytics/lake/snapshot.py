@@ -60,6 +60,7 @@ from analytics.lake._files import (
 )
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import Source, classify, fold
+from analytics.lake._rewrite_lock import rewrites_lake
 from analytics.lake._schema import (
     CHANGES,
     PARTITION_COLUMN,
@@ -189,6 +190,7 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
     return max(a, b)
 
 
+@rewrites_lake
 def snapshot(
     lake: Lake,
     *,
@@ -336,6 +338,7 @@ def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = N
     return _collect(fold(lake, _as_of_sources(lake, as_of), allow, live_only=True), state_schema(allow))
 
 
+@rewrites_lake
 def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> SnapshotResult:
     """Write the state at `as_of` to `snapshots/as_of/<instant>.parquet` (it does not change the
     current snapshot)."""
