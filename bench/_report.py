@@ -36,13 +36,22 @@ def best_of(repeats: int, fn: Callable[[], object]) -> float:
     return best
 
 
+def _number(value: float) -> str:
+    """Three significant digits or more: 0.613, 12.4, 121,476."""
+    if abs(value) < 10:
+        return f"{value:,.3f}"
+    if abs(value) < 1000:
+        return f"{value:,.1f}"
+    return f"{value:,.0f}"
+
+
 def print_figures(title: str, figures: list[Figure]) -> None:
     print(f"\n== {title}")
     for f in figures:
         verdict = "" if f.met is None else ("  [target met]" if f.met else "  [TARGET MISSED]")
         print(
-            f"  {f.name}: {f.value:,.1f} {f.unit}  |  baseline {f.baseline_name}: "
-            f"{f.baseline_value:,.1f} {f.unit}  |  ratio {f.ratio:.2f}x"
+            f"  {f.name}: {_number(f.value)} {f.unit}  |  baseline {f.baseline_name}: "
+            f"{_number(f.baseline_value)} {f.unit}  |  ratio {f.ratio:.2f}x"
             + (f"  (target {f.target})" if f.target else "")
             + verdict
         )
