@@ -40,6 +40,7 @@ from analytics import LakeHandler, connect, open_lake
 from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings, ErasureSettings
+from devstack._writes import cancellation_record, entitlement_row, stale_record
 from devstack.fake_array import FakeArrayServer
 from entitlements.erasure_lake import AnalyticsLakeEraser
 from pipeline.clock import SystemClock
@@ -60,7 +61,7 @@ from schema.erasure import (
     parse_erasure_message,
     serialize_erasure_message,
 )
-from schema.table import cancellation_key, entitlement_key, gsi1_key, stale_key
+from schema.table import EntitlementStatus
 
 REQUESTS = 1_000
 BASELINE_REQUESTS = 100
@@ -90,29 +91,18 @@ def _client(endpoint: str, service: str) -> Any:
 
 
 def _entitlement(user_id: str, account: str, status: str) -> dict[str, Any]:
-    item = {
-        **entitlement_key(user_id, account),
-        **gsi1_key(account),
-        "userId": user_id,
-        "arrayAccountId": account,
-        "status": status,
-        "createdAt": "2026-01-01T00:00:00+00:00",
-        "updatedAt": "2026-01-02T00:00:00+00:00",
-    }
-    return {name: {"S": value} for name, value in item.items()}
+    return entitlement_row(
+        user_id,
+        account,
+        status=EntitlementStatus(status),
+        processor_token="ptok-bench",
+        now=datetime.now(UTC),
+    )
 
 
 def _cleanup(user_id: str, account: str, *, cancellation: bool) -> dict[str, Any]:
-    key = cancellation_key(user_id) if cancellation else stale_key(user_id, account)
-    item: dict[str, Any] = {name: {"S": value} for name, value in key.items()}
-    item.update(
-        {
-            "userId": {"S": user_id},
-            "arrayAccountId": {"S": account},
-            "ttl": {"N": str(int(time.time()) + 86_400)},
-        }
-    )
-    return item
+    build = cancellation_record if cancellation else stale_record
+    return build(user_id, account, ttl={"N": str(int(time.time()) + 86_400)}, now=datetime.now(UTC))
 
 
 def _seed(dynamodb: Any, table: str, users: list[str], array: FakeArrayServer) -> int:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from config import ErasureSettings
+from devstack._writes import cancellation_record, entitlement_row, stale_record
 from processors.erasure import ErasureChannel, ErasureWorker
 from schema.erasure import (
     CheckRequest,
@@ -19,7 +20,7 @@ from schema.erasure import (
     parse_erasure_message,
     serialize_erasure_message,
 )
-from schema.table import cancellation_key, entitlement_key, gsi1_key, stale_key
+from schema.table import EntitlementStatus
 
 LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -45,31 +46,21 @@ def check(key: str, *, request_id: str | None = None) -> CheckRequest:
     )
 
 
+_WRITTEN_AT = datetime(2026, 1, 2, tzinfo=UTC)
+_TTL = {"N": "1900000000"}
+
+
 def entitlement_item(user_id: str, account: str, status: str) -> dict[str, Any]:
-    item = {
-        **entitlement_key(user_id, account),
-        **gsi1_key(account),
-        "userId": user_id,
-        "arrayAccountId": account,
-        "status": status,
-        "createdAt": "2026-01-01T00:00:00+00:00",
-        "updatedAt": "2026-01-02T00:00:00+00:00",
-    }
-    return {name: {"S": value} for name, value in item.items()}
+    """An entitlement row as the service writes it (devstack's builder), in DynamoDB's JSON."""
+    return entitlement_row(
+        user_id, account, status=EntitlementStatus(status), processor_token="ptok-erasure", now=_WRITTEN_AT
+    )
 
 
 def cleanup_item(user_id: str, account: str, *, cancellation: bool) -> dict[str, Any]:
-    key = cancellation_key(user_id) if cancellation else stale_key(user_id, account)
-    item: dict[str, Any] = {name: {"S": value} for name, value in key.items()}
-    item.update(
-        {
-            "userId": {"S": user_id},
-            "arrayAccountId": {"S": account},
-            "createdAt": {"S": "2026-01-02T00:00:00+00:00"},
-            "ttl": {"N": "1900000000"},
-        }
-    )
-    return item
+    """A cancellation or stale-account record as the service writes it, in DynamoDB's JSON."""
+    build = cancellation_record if cancellation else stale_record
+    return build(user_id, account, ttl=_TTL, now=_WRITTEN_AT)
 
 
 @dataclass
