@@ -65,6 +65,7 @@ def sql_files() -> list[Path]:
     return sorted(p for p in SQL_DIR.glob("[0-9][0-9]_*.sql"))
 
 
+_VIEW_NAME_SET = frozenset(VIEW_NAMES)
 # What a statement names, once its comments and string literals are blanked out.
 _COMMENT_OR_STRING = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -74,25 +75,26 @@ _CREATES_VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+VIEW\s+([A-Za-z_][A-Za-z0-9
 def views_read_by(sql: str) -> frozenset[str]:
     """The lake's views that `sql` names (a superset: a column named like a view counts too)."""
     code = _COMMENT_OR_STRING.sub(" ", sql)
-    return frozenset(name.lower() for name in _IDENTIFIER.findall(code)) & frozenset(VIEW_NAMES)
+    return frozenset(name.lower() for name in _IDENTIFIER.findall(code)) & _VIEW_NAME_SET
 
 
 @cache
-def _definitions() -> tuple[tuple[frozenset[str], str], ...]:
-    """(the views a file creates, none for the mask's table; the file's text), in the files' order."""
+def _definitions() -> tuple[tuple[frozenset[str], frozenset[str], str], ...]:
+    """(the views a file creates, none for the mask's table; the views it reads; the file's text), in
+    the files' order. Read and parsed once a process."""
     definitions = []
     for path in sql_files():
         text = path.read_text(encoding="utf-8")
-        created = _CREATES_VIEW.findall(_COMMENT_OR_STRING.sub(" ", text))
-        definitions.append((frozenset(name.lower() for name in created), text))
+        created = frozenset(name.lower() for name in _CREATES_VIEW.findall(_COMMENT_OR_STRING.sub(" ", text)))
+        definitions.append((created, views_read_by(text) - created, text))
     return tuple(definitions)
 
 
 def _with_dependencies(views: Iterable[str], replaced: dict[str, str]) -> set[str]:
     """`views` and every view they read, through the files (or the statements in `replaced`)."""
     reads = {
-        name: views_read_by(replaced.get(name, text)) - {name}
-        for created, text in _definitions()
+        name: views_read_by(replaced[name]) - {name} if name in replaced else file_reads
+        for created, file_reads, _ in _definitions()
         for name in created
     }
     unknown = set(views) - set(reads)
@@ -165,7 +167,7 @@ def create_views(
     lake.register(con)
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET VARIABLE lake_root = {literal(lake.uri)}")
-    for created, text in _definitions():
+    for created, _, text in _definitions():
         if created and wanted is not None and not created & wanted:
             continue
         con.execute(next((replaced[name] for name in created if name in replaced), text))

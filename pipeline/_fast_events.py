@@ -29,17 +29,16 @@ field, a ``BOOL`` or set ttl, a fractional creation time in the adapter shape or
 raw shape, a mapping that is not a dict, a value that is not an attribute value, and any value that
 does not decode (the validated path then raises its `DecodeError`).
 
-Instances are built as `BaseModel.model_construct` builds them, by `pipeline._instances.new_instance`
-(a new object whose ``__dict__``, ``__pydantic_fields_set__``, ``__pydantic_extra__`` and
-``__pydantic_private__`` are set), with the
-state pydantic's validator gives: fields in the model's order, defaults filled, the fields set naming
-exactly what the validated path's payload named (the items' extras included, as pydantic counts them),
-extras in the image's order, ``{}`` of extras on an item without any, ``None`` on the events and the
-position (``extra="forbid"``). `model_construct` itself is not called on the hot path: it is generic
-Python that costs more than validating (an entitlement row, measured: 3.2 us by `model_construct`,
-1.3 us by pydantic's validator, 0.2 us by `new_instance`). tests/pipeline/test_decode_fast_path.py
-shows that the state is the same as both `model_construct`'s and the validated path's, for every kind
-of record.
+Instances are built as `BaseModel.model_construct` builds them, by `pipeline._instances.new_instance` (a
+new object whose ``__dict__``, ``__pydantic_fields_set__``, ``__pydantic_extra__`` and
+``__pydantic_private__`` are set), with the state pydantic's validator gives: fields in the model's
+order, defaults filled, the fields set naming exactly what the validated path's payload named (the
+items' extras included, as pydantic counts them), extras in the image's order, ``{}`` of extras on an
+item without any, ``None`` on the events and the position (``extra="forbid"``). `model_construct` itself
+is not called on the hot path: it is generic Python that costs more than validating (an entitlement row,
+measured: 3.2 us by `model_construct`, 1.3 us by pydantic's validator, 0.2 us by `new_instance`).
+tests/pipeline/test_decode_fast_path.py shows that the state is the same as both `model_construct`'s and
+the validated path's, for every kind of record.
 
 Speed: adapter records the service writes take the wire path (`pipeline._wire_events`) before this
 one, which is faster still; this path serves the raw shape and the adapter records that path leaves
