@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "EntitlementsError",
     "RecordContext",
+    "RecordRejected",
     "RetryableError",
     "TerminalError",
 ]
@@ -53,3 +54,12 @@ class RetryableError(EntitlementsError):
 
 class TerminalError(EntitlementsError):
     """Retrying cannot help (bad input, a refused precondition, a 4xx)."""
+
+
+class RecordRejected(TerminalError):
+    """One record's own content breaks a handler's rule (an expiry naming no account, say).
+
+    Raised by a handler's `add(event)`. The consumer dead-letters that record for that handler alone
+    (raw bytes, handler, reason) and every other record and handler carries on; the shard checkpoints
+    past it. The message says which rule, in words only: never a key, an id or a value.
+    """
