@@ -105,6 +105,10 @@ class ConsumerSettings(BaseModel):
     def parked_dir(self) -> Path:
         return self.state_dir / "parked"
 
+    @property
+    def dead_letter_dir(self) -> Path:
+        return self.state_dir / "dead-letter"
+
 
 class ArraySettings(BaseModel):
     model_config = _FROZEN

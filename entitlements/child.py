@@ -14,6 +14,7 @@ from analytics import LakeHandler, lake_from_settings
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
 from entitlements.commands.cleanup import build_cleanup_handler
+from pipeline.dead_letter import DeadLetters
 from pipeline.decode import decode_record
 from pipeline.filtering import DroppingUsers
 from pipeline.handlers import HandlerRegistry
@@ -34,7 +35,7 @@ def build_registry(settings: Settings) -> HandlerRegistry:
     # Events of an erased account that are still in the stream, or replayed, are dropped at landing.
     ledger = ErasureLedger.from_settings(settings)
     lake = DroppingUsers(LakeHandler(lake_from_settings(settings), settings.lake), erased_filter(ledger))
-    registry.register(build_cleanup_handler(settings, sink=lake))
+    registry.register(build_cleanup_handler(settings, sink=lake), feeds=(lake.name,))
     registry.register(lake)
     return registry
 
@@ -49,6 +50,7 @@ def build_consumer(settings: Settings) -> ShardConsumer:
         decode=decode_record,
         quarantine=Quarantine(consumer.quarantine_dir),
         parked=ParkedWork(consumer.parked_dir),
+        dead_letters=DeadLetters(consumer.dead_letter_dir),
         stats_dir=consumer.state_dir / "stats",
         commit=CommitPolicy(consumer.commit_every_records, consumer.commit_interval_seconds),
         retry=RetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline._files import private_dir, write_private_file
-from pipeline.quarantine import safe_name, sequence_file_stem
+from pipeline._files import write_private_file
+from pipeline._stored_records import private_folders, safe_name, sequence_file_stem
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ParkedWork:
             raise ValueError("nothing to park")
         first, last = records[0].sequence_number, records[-1].sequence_number
         name = f"{safe_name(shard_id)}-{sequence_file_stem(first)}-{sequence_file_stem(last)}.json"
-        path = private_dir(self._root / safe_name(handler)) / name
+        path = private_folders(self._root, self._root / safe_name(handler)) / name
         document = {
             "handler": handler,
             "stream_arn": stream_arn,

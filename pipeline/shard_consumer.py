@@ -1,19 +1,37 @@
 """The consumer of one shard: decode, hand to handlers, flush, then checkpoint. Nothing else.
 
-This is the pure core of the record processor; `pipeline.record_processor` adapts it to amazon-kclpy.
+This is the pure core of the record processor; `pipeline.record_processor` adapts it to amazon-kclpy,
+and the recovery commands (`pipeline.recovery`) run stored records through it too.
 
-Rules it keeps:
-- A record that cannot be decoded is quarantined (raw bytes and reason) and counted; never skipped.
-- A checkpoint is taken only after every handler has flushed everything before it.
-- A handler's transient failure is retried with backoff; one that still fails has the window's raw
-  records parked durably and its pending work discarded, so the shard moves on and nothing is lost.
-- Anything else unexpected stops the process (`ConsumerCrash`), so the daemon restarts from the last
-  checkpoint instead of moving past unhandled work.
+Every record of a window (the records since the last checkpoint) ends in exactly one place per handler:
+- handled: given to the handler with `add` and made durable by its `flush`;
+- quarantined (for every handler): it cannot be decoded; raw bytes and reason are kept;
+- dead-lettered (for that handler alone): the handler's `add` raised `RecordRejected`, a rule broken by
+  the record's own content; raw bytes, handler and reason are kept, and the other records and handlers
+  carry on;
+- parked (for that handler): any other exception from `add` or `flush` is transient. A `RetryableError`
+  from `flush` is retried with backoff; then the handler's unfinished records of the window (never a
+  quarantined one, never one it dead-lettered) are parked as raw records and its pending work discarded.
+  A producer whose sink could not flush has its window parked too, since its outputs were not made
+  durable: nothing checkpoints past unhandled work.
+
+A checkpoint is taken only after every handler has flushed (or parked) everything before it, producers
+before the sinks they feed. Anything else unexpected stops the process (`ConsumerCrash`), so the daemon
+restarts from the last checkpoint instead of moving past unhandled work.
 """
 
 from __future__ import annotations
 
-__all__ = ["CommitPolicy", "ConsumerCrash", "Decoder", "RetryPolicy", "ShardConsumer", "ShardStats"]
+__all__ = [
+    "CommitPolicy",
+    "ConsumerCrash",
+    "Decoder",
+    "RetryPolicy",
+    "ShardConsumer",
+    "ShardStats",
+    "StoredRecord",
+    "WindowReport",
+]
 
 import json
 import logging
@@ -29,11 +47,13 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop
 from tenacity.wait import wait_exponential_jitter
 
 from pipeline._files import write_private_file
+from pipeline._stored_records import safe_name
+from pipeline.dead_letter import DeadLetters
 from pipeline.events import StreamEvent
 from pipeline.handlers import Handler, HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
-from pipeline.quarantine import Quarantine, safe_name
-from schema.errors import EntitlementsError, RecordContext, RetryableError
+from pipeline.quarantine import Quarantine
+from schema.errors import EntitlementsError, RecordContext, RecordRejected, RetryableError
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +90,7 @@ class ShardStats:
     records: int = 0
     events_by_type: Counter[str] = field(default_factory=Counter)
     quarantined: int = 0
+    dead_lettered: int = 0
     parked_batches: int = 0
     checkpoints: int = 0
     last_sequence_number: str | None = None
@@ -83,6 +104,7 @@ class ShardStats:
                 "records": self.records,
                 "events_by_type": dict(self.events_by_type),
                 "quarantined": self.quarantined,
+                "dead_lettered": self.dead_lettered,
                 "parked_batches": self.parked_batches,
                 "checkpoints": self.checkpoints,
                 "last_sequence_number": self.last_sequence_number,
@@ -97,6 +119,29 @@ class ShardStats:
 Checkpoint = Callable[[str | None], None]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """Where one window's record went instead of being handled. `code` is the error's class name."""
+
+    store: str  # "quarantine", "dead_letter" or "parked"
+    sequence_number: str
+    code: str
+    handler: str | None = None  # None for the quarantine: no handler saw the record
+
+
+@dataclass(frozen=True)
+class WindowReport:
+    """What one committed window did: how many records it took, and each one not handled."""
+
+    records: int = 0
+    stored: tuple[StoredRecord, ...] = ()
+    parked_files: tuple[Path, ...] = ()
+
+    def codes(self) -> Counter[tuple[str, str]]:
+        """(store, error code) -> records: what a log line may say about the failures."""
+        return Counter((entry.store, entry.code) for entry in self.stored)
+
+
 class ShardConsumer:
     def __init__(
         self,
@@ -106,6 +151,7 @@ class ShardConsumer:
         decode: Decoder,
         quarantine: Quarantine,
         parked: ParkedWork,
+        dead_letters: DeadLetters,
         stats_dir: Path | None = None,
         commit: CommitPolicy = CommitPolicy(),
         retry: RetryPolicy = RetryPolicy(),
@@ -114,17 +160,25 @@ class ShardConsumer:
     ) -> None:
         self._stream_arn = stream_arn
         self._handlers = handlers
+        # The order is fixed here, so a registry that names an unknown sink fails at build time.
+        self._order = handlers.ordered()
+        self._receivers = handlers.receivers()
         self._decode = decode
         self._quarantine = quarantine
         self._parked = parked
+        self._dead_letters = dead_letters
         self._stats_dir = stats_dir
         self._commit = commit
         self._retry = retry
         self._monotonic = monotonic
         self._wall_clock = wall_clock
         self._shard_id = ""
-        self._pending: list[RawRecord] = []  # records since the last checkpoint, for parking
-        self._failed_adds: dict[str, str] = {}  # handler name -> error class, since the last flush
+        # The window: the records since the last checkpoint.
+        self._window = 0  # records taken, quarantined ones included
+        self._decoded: list[RawRecord] = []  # records handed to the handlers, in order
+        self._rejected: dict[str, set[int]] = {}  # handler name -> indexes into _decoded it dead-lettered
+        self._failed_adds: dict[str, str] = {}  # handler name -> error code of its first failed add
+        self._stored: list[StoredRecord] = []
         self._last_sequence: str | None = None
         self._last_commit_at = monotonic()
         self.stats = ShardStats()
@@ -141,37 +195,41 @@ class ShardConsumer:
 
     def process(
         self, records: Sequence[RawRecord], checkpoint: Checkpoint, millis_behind_latest: int | None = None
-    ) -> None:
+    ) -> WindowReport | None:
+        """Take the records; commit when the policy says so, returning that window's report."""
         for record in records:
             self._take(record)
         self.stats.millis_behind_latest = millis_behind_latest
-        due_by_size = len(self._pending) >= self._commit.every_records
+        due_by_size = self._window >= self._commit.every_records
         due_by_time = self._monotonic() - self._last_commit_at >= self._commit.interval_seconds
-        if self._pending and (due_by_size or due_by_time):
-            self.commit(checkpoint)
+        if self._window and (due_by_size or due_by_time):
+            return self.commit(checkpoint)
+        return None
 
-    def commit(self, checkpoint: Checkpoint) -> None:
+    def commit(self, checkpoint: Checkpoint) -> WindowReport:
         """Flush every handler (parking what one cannot flush), then checkpoint the last record taken."""
-        if self._pending:
-            self._flush_pending()
+        report = WindowReport()
+        if self._window:
+            report = self._flush_window()
             self._checkpoint(checkpoint, self._last_sequence)
         self._last_commit_at = self._monotonic()
         self._write_stats()
+        return report
 
     def shutdown_requested(self, checkpoint: Checkpoint) -> None:
         self.commit(checkpoint)
 
     def shard_ended(self, checkpoint: Checkpoint) -> None:
         """Flush, then checkpoint with no sequence number: the shard is done and its children may start."""
-        if self._pending:
-            self._flush_pending()
+        if self._window:
+            self._flush_window()
         self._checkpoint(checkpoint, None)
         self._write_stats()
 
     def lease_lost(self) -> None:
         # Another worker owns the shard now; it resumes from our last checkpoint. Never checkpoint here.
-        self._pending.clear()
-        for handler in self._handlers:
+        self._reset_window()
+        for handler in self._order:
             handler.discard_pending()
         logger.info("lease lost", extra={"shard": self._shard_id})
 
@@ -179,7 +237,7 @@ class ShardConsumer:
 
     def _take(self, record: RawRecord) -> None:
         self.stats.records += 1
-        self._pending.append(record)
+        self._window += 1
         self._last_sequence = record.sequence_number
         self.stats.last_sequence_number = record.sequence_number
         try:
@@ -192,76 +250,128 @@ class ShardConsumer:
         except Exception as error:  # any record we cannot type is kept, not dropped
             self._quarantine_record(record, error)
             return
+        index = len(self._decoded)
+        self._decoded.append(record)
         self.stats.events_by_type[event.event_type.value] += 1
         age = self._wall_clock() - event.created_at
         self.stats.iterator_age_ms = max(age.total_seconds() * 1000.0, 0.0)
-        for handler in self._handlers:
-            if handler.name in self._failed_adds:
-                continue
+        failed = self._failed_adds
+        for handler in self._receivers:
+            if failed and handler.name in failed:
+                continue  # its whole window will be parked
             try:
                 handler.add(event)
+            except RecordRejected as error:
+                self._dead_letter(handler.name, index, record, error)
             except Exception as error:
-                # The handler will be parked at commit; the other handlers carry on.
-                self._failed_adds[handler.name] = type(error).__name__
+                # Transient: this handler's window is parked at commit; the other handlers carry on.
+                failed[handler.name] = type(error).__name__
                 logger.error(
-                    "handler refused an event",
+                    "handler could not take an event; its window will be parked",
                     extra={"handler": handler.name, "error": type(error).__name__, **self._where(record)},
                 )
 
     def _quarantine_record(self, record: RawRecord, error: Exception) -> None:
-        reason = str(error) if isinstance(error, EntitlementsError) else type(error).__name__
         self._quarantine.put(
             raw=record.data,
-            reason=reason,
+            reason=_reason(error),
             stream_arn=self._stream_arn,
             shard_id=self._shard_id,
             sequence_number=record.sequence_number,
         )
+        code = type(error).__name__
+        self._stored.append(StoredRecord("quarantine", record.sequence_number, code))
         self.stats.quarantined += 1
-        logger.warning("record quarantined", extra={"error": type(error).__name__, **self._where(record)})
+        logger.warning("record quarantined", extra={"error": code, **self._where(record)})
 
-    def _flush_pending(self) -> None:
-        """Every handler flushed (or its records parked) in registration order; the window starts anew."""
-        for handler in self._handlers:
-            self._flush_or_park(handler)
-        self._pending.clear()
-        self._failed_adds.clear()
-
-    def _flush_or_park(self, handler: Handler) -> None:
-        failure = self._failed_adds.get(handler.name)
-        if failure is None:
-            try:
-                for attempt in Retrying(
-                    stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
-                    wait=wait_exponential_jitter(
-                        multiplier=self._retry.initial_wait, max=self._retry.max_wait
-                    ),
-                    retry=retry_if_exception_type(RetryableError),
-                    reraise=True,
-                ):
-                    with attempt:
-                        handler.flush()
-                return
-            except Exception as error:
-                failure = type(error).__name__
-        self._parked.park(
-            handler=handler.name,
+    def _dead_letter(self, handler: str, index: int, record: RawRecord, error: RecordRejected) -> None:
+        self._dead_letters.put(
+            raw=record.data,
+            reason=_reason(error),
+            handler=handler,
             stream_arn=self._stream_arn,
             shard_id=self._shard_id,
-            records=self._pending,
-            reason=failure,
+            sequence_number=record.sequence_number,
         )
-        handler.discard_pending()
+        self._rejected.setdefault(handler, set()).add(index)
+        code = type(error).__name__
+        self._stored.append(StoredRecord("dead_letter", record.sequence_number, code, handler))
+        self.stats.dead_lettered += 1
+        logger.warning(
+            "record dead-lettered", extra={"handler": handler, "error": code, **self._where(record)}
+        )
+
+    def _flush_window(self) -> WindowReport:
+        """Every handler flushed (or its unfinished records parked), producers before their sinks; then
+        the producers of a sink that failed are parked too. The window starts anew."""
+        failures: dict[str, str] = {}
+        for handler in self._order:
+            failure = self._failed_adds.get(handler.name) or self._flush(handler)
+            if failure is not None:
+                failures[handler.name] = failure
+                handler.discard_pending()
+        parked_files: list[Path] = []
+        for handler in self._order:
+            name = handler.name
+            code = failures.get(name)
+            reason = code
+            if code is None:
+                failed_sinks = [sink for sink in self._handlers.downstream(name) if sink in failures]
+                if not failed_sinks:
+                    continue
+                # Its outputs did not become durable: its records replay, and their outputs with them.
+                code = failures[failed_sinks[0]]
+                reason = f"sink {failed_sinks[0]} failed: {code}"
+            assert reason is not None
+            path = self._park(handler, reason=reason, code=code)
+            if path is not None:
+                parked_files.append(path)
+        report = WindowReport(
+            records=self._window, stored=tuple(self._stored), parked_files=tuple(parked_files)
+        )
+        self._reset_window()
+        return report
+
+    def _flush(self, handler: Handler) -> str | None:
+        """Flush, retrying a `RetryableError` with backoff; the error code if it still fails."""
+        try:
+            for attempt in Retrying(
+                stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
+                wait=wait_exponential_jitter(multiplier=self._retry.initial_wait, max=self._retry.max_wait),
+                retry=retry_if_exception_type(RetryableError),
+                reraise=True,
+            ):
+                with attempt:
+                    handler.flush()
+        except Exception as error:
+            return type(error).__name__
+        return None
+
+    def _park(self, handler: Handler, *, reason: str, code: str) -> Path | None:
+        name = handler.name
+        if handler not in self._receivers:
+            return None  # flushed only: it was given none of these records
+        rejected = self._rejected.get(name, ())
+        owed = [record for i, record in enumerate(self._decoded) if i not in rejected]
+        if not owed:
+            return None
+        path = self._parked.park(
+            handler=name, stream_arn=self._stream_arn, shard_id=self._shard_id, records=owed, reason=reason
+        )
+        self._stored.extend(StoredRecord("parked", r.sequence_number, code, name) for r in owed)
         self.stats.parked_batches += 1
         logger.error(
-            "handler could not flush; its records were parked",
-            extra={
-                "handler": handler.name,
-                "error": failure,
-                "shard": self._shard_id,
-                "records": len(self._pending),
-            },
+            "handler could not finish its window; its records were parked",
+            extra={"handler": name, "error": code, "shard": self._shard_id, "records": len(owed)},
         )
+        return path
+
+    def _reset_window(self) -> None:
+        self._window = 0
+        self._decoded = []
+        self._rejected = {}
+        self._failed_adds = {}
+        self._stored = []
 
     def _checkpoint(self, checkpoint: Checkpoint, sequence_number: str | None) -> None:
         try:
@@ -277,6 +387,7 @@ class ShardConsumer:
                 "sequence_number": sequence_number,
                 "iterator_age_ms": self.stats.iterator_age_ms,
                 "quarantined": self.stats.quarantined,
+                "dead_lettered": self.stats.dead_lettered,
                 "parked_batches": self.stats.parked_batches,
             },
         )
@@ -287,3 +398,10 @@ class ShardConsumer:
 
     def _where(self, record: RawRecord) -> dict[str, str]:
         return {"shard": self._shard_id, "sequence_number": record.sequence_number}
+
+
+def _reason(error: Exception) -> str:
+    """What is stored beside a record: our own errors' words (they hold no data), else the class name."""
+    if isinstance(error, EntitlementsError):
+        return str(error)
+    return type(error).__name__

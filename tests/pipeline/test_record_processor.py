@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from amazon_kclpy import kcl
 
+from pipeline.dead_letter import DeadLetters
 from pipeline.decode import decode_record
 from pipeline.handlers import HandlerRegistry
 from pipeline.journal import JournalHandler
@@ -19,7 +20,7 @@ from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
 from pipeline.record_processor import EXIT_CODE_CRASH, KclRecordProcessor
 from pipeline.shard_consumer import CommitPolicy, ShardConsumer
-from tests.pipeline.test_shard_consumer import STREAM
+from tests.pipeline._consumer_fakes import STREAM
 
 RECORD = {
     "eventID": "e-1",
@@ -78,6 +79,7 @@ def run_child(tmp_path: Path, records: list[bytes], handlers: HandlerRegistry) -
         decode=decode_record,
         quarantine=Quarantine(tmp_path / "q"),
         parked=ParkedWork(tmp_path / "p"),
+        dead_letters=DeadLetters(tmp_path / "d"),
         commit=CommitPolicy(every_records=len(records), interval_seconds=3600),
     )
     out = io.StringIO()
