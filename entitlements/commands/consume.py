@@ -1,4 +1,5 @@
-"""`entitlements consume` (run the KCL consumer) and `entitlements replay-parked`."""
+"""`entitlements consume` (run the KCL consumer), `entitlements replay-parked` and
+`entitlements consumer-status`."""
 
 from __future__ import annotations
 
@@ -16,11 +17,8 @@ import typer
 from config import load_settings
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from entitlements.child import build_registry
+from entitlements.commands._stores import Stores, build_recovery, one_line_errors, print_report
 from pipeline.daemon import DaemonSpec, KclDaemon, supervise
-from pipeline.decode import decode_record
-from pipeline.parking import ParkedWork
-from pipeline.quarantine import Quarantine
 
 app = typer.Typer()
 
@@ -55,36 +53,17 @@ def consume(
 
 @app.command("replay-parked")
 def replay_parked() -> None:
-    """Hand parked batches back to the handler that could not flush them; remove each one that succeeds."""
+    """Run parked batches again through the consumer's path, each to the handler that could not finish
+    it, flushing the sinks it feeds (the lake) before the batch is removed. A record that cannot be
+    decoded is quarantined, one now refused is dead-lettered, the rest replay. Exits 1 while anything
+    stays parked."""
     configure_logging()
     settings = load_settings()
-    handlers = {handler.name: handler for handler in build_registry(settings)}
-    parked = ParkedWork(settings.consumer.parked_dir)
-    replayed = failed = 0
-    for batch in parked:
-        handler = handlers.get(batch.handler)
-        if handler is None:
-            failed += 1
-            continue
-        try:
-            for record in batch.records:
-                handler.add(
-                    decode_record(
-                        record.data,
-                        stream_arn=batch.stream_arn,
-                        shard_id=batch.shard_id,
-                        sequence_number=record.sequence_number,
-                    )
-                )
-            handler.flush()
-        except Exception:
-            handler.discard_pending()
-            failed += 1
-            continue
-        parked.remove(batch)
-        replayed += 1
-    typer.echo(f"replayed {replayed} parked batches; {failed} still parked")
-    if failed:
+    with one_line_errors("replay-parked"):
+        report = build_recovery(settings).replay_parked()
+        still = Stores.from_settings(settings).parked.count()
+    print_report("replayed parked batches:", report, "still parked")
+    if still:
         raise typer.Exit(1)
 
 
@@ -107,4 +86,7 @@ def consumer_status() -> None:
         )
         for kind, count in sorted(stats["events_by_type"].items()):
             typer.echo(f"    {kind}: {count}")
-    typer.echo(f"quarantine: {Quarantine(settings.consumer.quarantine_dir).count()} records")
+    stores = Stores.from_settings(settings)
+    typer.echo(f"quarantine: {stores.quarantine.count()} records")
+    typer.echo(f"dead letters: {stores.dead_letters.count()} records")
+    typer.echo(f"parked: {stores.parked.count()} batches")
