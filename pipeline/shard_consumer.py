@@ -401,7 +401,10 @@ class ShardConsumer:
 
 
 def _reason(error: Exception) -> str:
-    """What is stored beside a record: our own errors' words (they hold no data), else the class name."""
-    if isinstance(error, EntitlementsError):
-        return str(error)
-    return type(error).__name__
+    """What is stored beside a record: our own errors' words (they hold no data) without the position
+    (stored beside it already, and it would make every reason unique), else the class name."""
+    if not isinstance(error, EntitlementsError):
+        return type(error).__name__
+    text = str(error)
+    suffix = f" [{error.context}]"
+    return text.removesuffix(suffix) if str(error.context) else text

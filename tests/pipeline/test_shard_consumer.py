@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.dead_letter import DeadLetters
+from pipeline.errors import DecodeError
 from pipeline.events import EventType
 from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from pipeline.shard_consumer import ConsumerCrash, ShardConsumer
-from schema.errors import RetryableError, TerminalError
+from schema.errors import RecordContext, RetryableError, TerminalError
 from tests.pipeline._consumer_fakes import (
     STREAM,
     Recorder,
@@ -59,6 +60,24 @@ def test_undecodable_record_is_quarantined_with_raw_bytes_and_reason(tmp_path: P
     assert (kept.shard_id, kept.sequence_number, kept.stream_arn) == ("shardId-1", "101", STREAM)
     assert consumer.stats.quarantined == 1
     assert handler.flushed == ["e1"]
+
+
+def test_the_stored_reason_is_the_errors_words_without_its_stream_position(tmp_path: Path) -> None:
+    def decode(data: bytes, **_: object) -> object:
+        raise DecodeError("N has more than 38 significant digits", context=RecordContext("s", "100", "e1"))
+
+    stores = Stores.under(tmp_path)
+    consumer = ShardConsumer(
+        stream_arn=STREAM,
+        handlers=HandlerRegistry(),
+        decode=decode,  # type: ignore[arg-type]
+        quarantine=stores.quarantine,
+        parked=stores.parked,
+        dead_letters=stores.dead_letters,
+    )
+    consumer.start("shardId-1")
+    consumer.process(records("e1"), lambda seq: None)
+    assert [record.reason for record in stores.quarantine] == ["N has more than 38 significant digits"]
 
 
 def test_a_window_of_quarantined_records_only_is_still_checkpointed(tmp_path: Path) -> None:
