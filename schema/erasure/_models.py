@@ -113,6 +113,18 @@ def _integral_number(value: object) -> object:
     return value
 
 
+# A str from JSON holds a surrogate only where the text had a lone-surrogate escape (the decoder joins
+# every escaped pair into one character).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _well_formed(value: str) -> str:
+    """No lone surrogate: the schema's `text` rule (JSON.parse reads one, System.Text.Json does not)."""
+    if not value.isascii() and _SURROGATE.search(value) is not None:
+        raise ValueError("a string holds no lone surrogate")
+    return value
+
+
 def _no_ascii_upper(value: str) -> str:
     if address_key(value) != value:
         raise ValueError("an address contains no A to Z")
@@ -125,8 +137,10 @@ UtcTime = Annotated[
     PlainSerializer(format_utc_time, return_type=str, when_used="json"),
 ]
 SendNo = Annotated[int, BeforeValidator(_integral_number), Field(ge=1, le=SEND_NO_MAX)]
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-Address = Annotated[str, StringConstraints(min_length=1), AfterValidator(_no_ascii_upper)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1), AfterValidator(_well_formed)]
+Address = Annotated[
+    str, StringConstraints(min_length=1), AfterValidator(_well_formed), AfterValidator(_no_ascii_upper)
+]
 
 
 class _KeyedMessage(Protocol):

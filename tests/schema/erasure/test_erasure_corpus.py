@@ -138,6 +138,15 @@ def test_the_corpus_file_is_plain_utf8_json_any_twin_can_read() -> None:
         "refile-from-quarantine",
         "refile-to-quarantine",
         "duplicate-key-last-valid",
+        "lone-high-surrogate-escape",
+        "extra-field-named-lone-surrogate",
+        "surrogate-pair-escape-in-account-key",
+        "time-year-zero",
+        "time-year-one",
+        "nested-991-arrays",
+        "nested-arrays-at-the-sqs-body-limit",
+        "nested-arrays-unclosed-at-the-sqs-body-limit",
+        "key-near-the-sqs-body-limit",
     ],
 )
 def test_the_corpus_covers_the_issues_traps(name: str) -> None:
@@ -147,3 +156,18 @@ def test_the_corpus_covers_the_issues_traps(name: str) -> None:
 def test_the_corpus_is_the_file_shipped_beside_the_package() -> None:
     assert read_json_resource(CONFORMANCE_CORPUS_FILE) == CORPUS
     assert Path(SCHEMA_DIR / CONFORMANCE_CORPUS_FILE).is_file()
+
+
+@pytest.mark.parametrize("reading", sorted(set(CORPUS["reconciliations"]) - {"$comment"}))
+def test_every_reconciled_disagreement_says_what_was_decided_and_what_dotnet_should_do(reading: str) -> None:
+    reconciliation = CORPUS["reconciliations"][reading]
+    assert reconciliation["was"]
+    assert reconciliation["decided"]
+    assert reconciliation["dotnet"]
+
+
+def test_every_body_fits_in_an_sqs_message() -> None:
+    for entry in ENTRIES:
+        body = corpus_body(entry)
+        size = len(body) if isinstance(body, bytes) else len(body.encode("utf-8"))
+        assert size <= 262_144, entry["name"]

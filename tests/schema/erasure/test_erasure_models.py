@@ -119,3 +119,39 @@ def test_a_serialised_message_parses_back_to_an_equal_model() -> None:
     body = serialize_erasure_message(erase)
     assert body.isascii()
     assert parse_erasure_message(body) == erase
+
+
+@pytest.mark.parametrize("field", ["requestId", "key"])
+@pytest.mark.parametrize("lone", ["\ud800", "\udbff", "\udc00", "\udfff"])
+def test_a_string_holding_a_lone_surrogate_is_refused(field: str, lone: str) -> None:
+    with pytest.raises(ValidationError):
+        message_adapter().validate_python(_erase(**{field: f"x{lone}y"}), by_alias=True, by_name=False)
+
+
+def test_python_code_cannot_build_a_model_holding_a_surrogate() -> None:
+    # In a Python str even two surrogates in pair order are two lone surrogates, not a character.
+    with pytest.raises(ValidationError):
+        AckResponse(request_id="r-\ud83d\ude00", send_no=1, subscriber="s", outcome="DONE")
+
+
+def test_a_character_beyond_u_ffff_is_an_ordinary_character() -> None:
+    erase = message_adapter().validate_python(_erase(key="acct-\U0001f600"), by_alias=True, by_name=False)
+    assert erase.key == "acct-\U0001f600"
+
+
+def test_year_zero_is_refused_and_year_one_is_not() -> None:
+    with pytest.raises(ValidationError):
+        message_adapter().validate_python(
+            _erase(expiresAt="0000-01-01T00:00:00Z"), by_alias=True, by_name=False
+        )
+    erase = message_adapter().validate_python(
+        _erase(expiresAt="0001-01-01T00:00:00Z"), by_alias=True, by_name=False
+    )
+    assert erase.expires_at == datetime(1, 1, 1, tzinfo=UTC)
+
+
+def test_fraction_digits_past_microseconds_are_truncated_never_rounded_into_the_next_year() -> None:
+    erase = message_adapter().validate_python(
+        _erase(expiresAt="9999-12-31T23:59:59.999999999Z"), by_alias=True, by_name=False
+    )
+    assert erase.expires_at == datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)

@@ -126,3 +126,29 @@ def test_is_expired_compares_instants_across_zones() -> None:
 def test_is_expired_refuses_a_naive_clock() -> None:
     with pytest.raises(ErasureValueError):
         is_expired(parse_erasure_request(ERASE), datetime(2099, 1, 1))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        ERASE.replace("req-1", "req-\\ud800"),
+        ERASE.replace('"acct-1"', '"acct-1","\\udc00":1'),
+        "[" * 991 + "]" * 991,
+        "[" * 131_071 + "]" * 131_071,
+        ERASE.replace('"acct-1"', '{"a":' * 2_000 + "1" + "}" * 2_000),
+    ],
+    ids=[
+        "lone-surrogate-escape",
+        "extra-field-named-lone-surrogate",
+        "nested-991",
+        "nested-at-sqs-limit",
+        "deep-key",
+    ],
+)
+def test_json_the_contract_refuses_is_an_invalid_message_as_in_the_node_reference(body: str) -> None:
+    assert _error(body).code is ErasureContractErrorCode.INVALID_MESSAGE
+
+
+@pytest.mark.parametrize("body", ["[" * 131_072, "[" * 991 + "x" + "]" * 991, '["\ud800"]'])
+def test_text_that_is_not_json_at_any_depth_is_not_json(body: str) -> None:
+    assert _error(body).code is ErasureContractErrorCode.NOT_JSON

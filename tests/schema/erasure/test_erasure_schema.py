@@ -93,7 +93,7 @@ def test_no_email_format_or_normalising_type_is_used() -> None:
 
 @pytest.mark.parametrize(
     "definition",
-    ["requestId", "subscriber", "accountId", "sendNo", "key", "utcTime", "address"],
+    ["requestId", "subscriber", "accountId", "sendNo", "key", "utcTime", "address", "text"],
 )
 def test_every_rule_of_our_own_reading_is_marked_in_a_comment(definition: str) -> None:
     assert "OUR READING" in DEFS[definition]["$comment"]
@@ -128,3 +128,52 @@ def test_an_unguarded_dollar_would_let_a_trailing_newline_through() -> None:
 def test_the_date_time_format_alone_does_not_catch_a_trailing_newline() -> None:
     # So the pattern has to: rfc3339-validator's own regex ends in $.
     assert FORMAT_CHECKER.conforms("2099-01-01T00:00:00Z\n", "date-time")
+
+
+LONE_SURROGATE = DEFS["text"]["not"]["pattern"]
+
+
+def _utf16_units(text: str) -> str:
+    """`text` as UTF-16 code units, one str character each: how .NET (and JavaScript without the u flag)
+    sees a string."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return "".join(chr(int.from_bytes(data[i : i + 2], "little")) for i in range(0, len(data), 2))
+
+
+@pytest.mark.parametrize("definition", ["requestId", "subscriber", "accountId", "key", "address"])
+def test_every_free_form_string_is_held_to_the_text_rule(definition: str) -> None:
+    assert DEFS[definition]["$ref"] == "#/$defs/text"
+    assert DEFS[definition]["type"] == "string"
+
+
+@pytest.mark.parametrize("lone", ["\ud800", "\udbff", "\udc00", "\udfff", "\ude00\ud83d"])
+def test_the_text_rule_finds_a_lone_surrogate_in_code_points_and_in_utf16_units(lone: str) -> None:
+    assert re.search(LONE_SURROGATE, f"a{lone}b")
+    assert re.search(LONE_SURROGATE, _utf16_units(f"a{lone}b"))
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "\u00e9\u212a", "\U0001f600", "a\U0010ffffb", "\U0001f600\U0001f600"]
+)
+def test_the_text_rule_never_matches_half_of_a_pair(text: str) -> None:
+    assert re.search(LONE_SURROGATE, text) is None
+    units = _utf16_units(text)
+    assert re.search(LONE_SURROGATE, units) is None
+
+
+@pytest.mark.parametrize("year", ["0000"])
+def test_the_time_pattern_refuses_year_zero(year: str) -> None:
+    assert re.search(TIME_PATTERN, f"{year}-01-01T00:00:00Z") is None
+
+
+@pytest.mark.parametrize("year", ["0001", "0010", "0100", "1000", "9999"])
+def test_the_time_pattern_accepts_years_one_to_9999(year: str) -> None:
+    assert re.search(TIME_PATTERN, f"{year}-01-01T00:00:00Z")
+
+
+def test_every_branch_that_uses_object_keywords_says_type_object() -> None:
+    # ajv's strictTypes rule, checked here too so that the reason is plain in Python.
+    object_keywords = {"properties", "required", "additionalProperties"}
+    for node in _walk(SCHEMA):
+        if object_keywords & set(node):
+            assert node.get("type") == "object", node
