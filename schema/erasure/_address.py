@@ -38,12 +38,12 @@ def quarantine_address(hold_id: str) -> str:
 
 
 def is_quarantine_address(address: str) -> bool:
-    """Whether `address` is one `quarantine_address` returns, compared through `address_key`
-    (so a copy with A to Z in it, never a real mailbox either, is recognised too)."""
+    """Whether `address` is exactly one that `quarantine_address` returns: lower-case
+    `quarantine+<hold_id>@erasure.invalid` with a valid hold id, nothing before or after it. A copy with
+    A to Z in it is not one (the seed's "one of those"; an address key never holds A to Z anyway)."""
     if not isinstance(address, str):
         return False
-    keyed = address_key(address)
-    if not (keyed.startswith(_QUARANTINE_PREFIX) and keyed.endswith(_QUARANTINE_DOMAIN)):
+    if not (address.startswith(_QUARANTINE_PREFIX) and address.endswith(_QUARANTINE_DOMAIN)):
         return False
-    hold_id = keyed[len(_QUARANTINE_PREFIX) : -len(_QUARANTINE_DOMAIN)]
+    hold_id = address[len(_QUARANTINE_PREFIX) : -len(_QUARANTINE_DOMAIN)]
     return _HOLD_ID.fullmatch(hold_id) is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import string
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from schema.erasure import address_key, is_quarantine_address, quarantine_address
@@ -87,8 +87,33 @@ def test_other_addresses_are_not_quarantine_addresses(address: str) -> None:
     assert not is_quarantine_address(address)
 
 
-def test_a_quarantine_address_is_compared_through_address_key() -> None:
-    assert is_quarantine_address("Quarantine+Hold-1@Erasure.Invalid")
+@pytest.mark.parametrize(
+    "address",
+    [
+        "QUARANTINE+ABC@ERASURE.INVALID",
+        "Quarantine+hold-1@erasure.invalid",
+        "quarantine+Hold-1@erasure.invalid",
+        "quarantine+hold-1@Erasure.Invalid",
+        "quarantine+hold-1@erasure.INVALID",
+    ],
+)
+def test_an_address_with_a_to_z_in_it_is_not_a_quarantine_address(address: str) -> None:
+    assert not is_quarantine_address(address)
+
+
+@given(st.text(max_size=80) | st.from_regex(r"\Aquarantine\+[a-zA-Z0-9_-]{0,66}@erasure\.invalid\n?\Z"))
+@example("quarantine+abc@erasure.invalid")
+@example("QUARANTINE+ABC@ERASURE.INVALID")
+@example("quarantine+abc@erasure.invalid\n")
+def test_an_address_is_a_quarantine_address_exactly_when_quarantine_address_returns_it(
+    address: str,
+) -> None:
+    hold_id = address.removeprefix("quarantine+").removesuffix("@erasure.invalid")
+    try:
+        returned = quarantine_address(hold_id)
+    except ValueError:
+        returned = None
+    assert is_quarantine_address(address) == (returned == address)
 
 
 def test_a_value_that_is_not_a_string_is_not_a_quarantine_address() -> None:
