@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 LAUNCHER_DIR := pipeline/launcher
 LAUNCHER := $(LAUNCHER_DIR)/target/entitlements-kcl-launcher.jar
 LAUNCHER_SOURCES := $(shell find $(LAUNCHER_DIR)/src -name '*.java' 2>/dev/null) $(LAUNCHER_DIR)/pom.xml
+# The erasure twins' JavaScript reference (ajv, ajv-formats), pinned by its package-lock.json.
+NODE_RUNNER := conformance/node
+NODE_STAMP := $(NODE_RUNNER)/node_modules/.package-lock.json
 
 .PHONY: setup demo test bench debian-tools clean
 
-setup: $(STAMP) $(LAUNCHER) debian-tools
+setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) debian-tools
 
 # The install also compiles pipeline/_instances_c.pyx (Cython): edit it, and the next target rebuilds.
 $(STAMP): pyproject.toml scripts/install_kclpy.py pipeline/_instances_c.pyx
@@ -21,6 +24,10 @@ $(STAMP): pyproject.toml scripts/install_kclpy.py pipeline/_instances_c.pyx
 
 $(LAUNCHER): $(LAUNCHER_SOURCES)
 	mvn -q -B -f $(LAUNCHER_DIR)/pom.xml package -DskipTests
+
+$(NODE_STAMP): $(NODE_RUNNER)/package.json $(NODE_RUNNER)/package-lock.json
+	npm ci --prefix $(NODE_RUNNER) --no-audit --no-fund
+	touch $(NODE_STAMP)
 
 # Debian's headless Chromium (HTML report test) and docker-compose (compose file check).
 debian-tools:
@@ -39,4 +46,4 @@ bench: setup
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .cache var $(LAUNCHER_DIR)/target
+	rm -rf $(VENV) .cache var $(LAUNCHER_DIR)/target $(NODE_RUNNER)/node_modules
