@@ -14,8 +14,7 @@ NODE_STAMP := $(NODE_RUNNER)/node_modules/.package-lock.json
 
 setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) debian-tools
 
-# The install also compiles pipeline/_instances_c.pyx (Cython): edit it, and the next target rebuilds.
-$(STAMP): pyproject.toml scripts/install_kclpy.py pipeline/_instances_c.pyx
+$(STAMP): pyproject.toml scripts/install_kclpy.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) scripts/install_kclpy.py

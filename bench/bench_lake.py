@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -77,7 +78,7 @@ def _pool(size: int = 1_000) -> list[StreamEvent]:
                 )
             )
         elif kind == 1:
-            cancelled = row.model_copy(update={"status": "Cancelled"})
+            cancelled = msgspec.structs.replace(row, status="Cancelled")
             events.append(
                 EntitlementStatusChanged(
                     **common,
@@ -125,12 +126,8 @@ def _events(count: int, pool: list[StreamEvent]) -> Iterator[StreamEvent]:
         position = StreamPosition(
             stream_arn=STREAM_ARN, shard_id="shardId-1", sequence_number=str(10**20 + i)
         )
-        yield template.model_copy(
-            update={
-                "position": position,
-                "event_id": f"ev{i}",
-                "created_at": start + timedelta(milliseconds=i),
-            }
+        yield msgspec.structs.replace(
+            template, position=position, event_id=f"ev{i}", created_at=start + timedelta(milliseconds=i)
         )
 
 

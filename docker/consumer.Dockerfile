@@ -10,7 +10,7 @@ RUN mvn -q -B -f pipeline/launcher/pom.xml package -DskipTests
 
 FROM python:3.11-slim-bookworm AS app
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven gcc libc6-dev \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -24,9 +24,9 @@ COPY processors processors
 COPY analytics analytics
 COPY devstack devstack
 COPY entitlements entitlements
-# gcc compiles the decoder's instance builder (pipeline/_instances_c.pyx); neither it nor Maven stays.
+# Maven does not stay.
 RUN pip install --no-cache-dir . \
- && apt-get purge -y maven gcc libc6-dev && apt-get autoremove -y
+ && apt-get purge -y maven && apt-get autoremove -y
 COPY --from=launcher /build/pipeline/launcher/target/entitlements-kcl-launcher.jar /app/launcher/
 COPY --from=launcher /build/pipeline/launcher/target/lib /app/launcher/lib
 ENV ENTITLEMENTS_CONSUMER__LAUNCHER_JAR=/app/launcher/entitlements-kcl-launcher.jar \

@@ -2,7 +2,9 @@
 
 The stream envelope (where a record sits: stream, shard, sequence number, event id, time) is kept apart
 from the business meaning (which item changed and how). `pipeline.decode` turns raw records into these.
-Every event is a strict, frozen pydantic model; unknown attributes and statuses are carried, not refused.
+Every event is a frozen msgspec Struct, tagged by its `event_type` (a class attribute, which
+`msgspec.json.encode` writes); unknown attributes and statuses are carried, not
+refused. Copies are `msgspec.structs.replace`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ __all__ = [
     "EntitlementRemoved",
     "EntitlementStatusChanged",
     "EntitlementUpdated",
+    "Event",
     "EventType",
     "StreamEvent",
     "StreamPosition",
@@ -27,9 +30,9 @@ __all__ = [
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from msgspec import Struct
 
 from schema.table import CleanupRecord, EntitlementRow, Item, ItemKind
 
@@ -66,28 +69,24 @@ class EventType(StrEnum):
     UNKNOWN_ITEM = "unknown.item"
 
 
-_EVENT_CONFIG = ConfigDict(frozen=True, strict=True, extra="forbid")
+class StreamPosition(Struct, frozen=True, kw_only=True, gc=False):
+    """Where a record sits in the stream: its identity for exactly-once landing. The decoder gives only
+    a sequence number of 1 to 48 decimal digits."""
 
-
-class StreamPosition(BaseModel):
-    """Where a record sits in the stream: its identity for exactly-once landing."""
-
-    model_config = _EVENT_CONFIG
     stream_arn: str
     shard_id: str
-    sequence_number: str = Field(pattern=r"^[0-9]{1,48}$")  # Rust regex: $ is the true end
+    sequence_number: str
 
     @property
     def sequence_key(self) -> str:
         return sortable_sequence(self.sequence_number)
 
 
-class StreamEvent(BaseModel):
+class StreamEvent(Struct, frozen=True, kw_only=True, gc=False, tag_field="event_type"):
     """Fields every event carries. `old_item`/`new_item` are the typed images (None where absent)."""
 
-    model_config = _EVENT_CONFIG
+    event_type: ClassVar[EventType]
     schema_version: int = SCHEMA_VERSION
-    event_type: EventType
     event_id: str
     change: ChangeKind
     position: StreamPosition
@@ -100,53 +99,78 @@ class StreamEvent(BaseModel):
     new_item: Item | None = None
 
 
-class EntitlementCreated(StreamEvent):
-    event_type: Literal[EventType.ENTITLEMENT_CREATED] = EventType.ENTITLEMENT_CREATED
+class EntitlementCreated(
+    StreamEvent, tag=EventType.ENTITLEMENT_CREATED.value, frozen=True, kw_only=True, gc=False
+):
+    event_type: ClassVar[EventType] = EventType.ENTITLEMENT_CREATED
     new_item: EntitlementRow
 
 
-class EntitlementStatusChanged(StreamEvent):
-    event_type: Literal[EventType.ENTITLEMENT_STATUS_CHANGED] = EventType.ENTITLEMENT_STATUS_CHANGED
+class EntitlementStatusChanged(
+    StreamEvent, tag=EventType.ENTITLEMENT_STATUS_CHANGED.value, frozen=True, kw_only=True, gc=False
+):
+    event_type: ClassVar[EventType] = EventType.ENTITLEMENT_STATUS_CHANGED
     old_item: EntitlementRow
     new_item: EntitlementRow
     from_status: str
     to_status: str
 
 
-class EntitlementUpdated(StreamEvent):
+class EntitlementUpdated(
+    StreamEvent, tag=EventType.ENTITLEMENT_UPDATED.value, frozen=True, kw_only=True, gc=False
+):
     """A MODIFY that kept the status (a relink, a token refresh)."""
 
-    event_type: Literal[EventType.ENTITLEMENT_UPDATED] = EventType.ENTITLEMENT_UPDATED
+    event_type: ClassVar[EventType] = EventType.ENTITLEMENT_UPDATED
     old_item: EntitlementRow
     new_item: EntitlementRow
 
 
-class EntitlementRemoved(StreamEvent):
-    event_type: Literal[EventType.ENTITLEMENT_REMOVED] = EventType.ENTITLEMENT_REMOVED
+class EntitlementRemoved(
+    StreamEvent, tag=EventType.ENTITLEMENT_REMOVED.value, frozen=True, kw_only=True, gc=False
+):
+    event_type: ClassVar[EventType] = EventType.ENTITLEMENT_REMOVED
     old_item: EntitlementRow | None
 
 
-class CleanupScheduled(StreamEvent):
-    event_type: Literal[EventType.CLEANUP_SCHEDULED] = EventType.CLEANUP_SCHEDULED
+class CleanupScheduled(
+    StreamEvent, tag=EventType.CLEANUP_SCHEDULED.value, frozen=True, kw_only=True, gc=False
+):
+    event_type: ClassVar[EventType] = EventType.CLEANUP_SCHEDULED
     new_item: CleanupRecord
 
 
-class CleanupUpdated(StreamEvent):
-    event_type: Literal[EventType.CLEANUP_UPDATED] = EventType.CLEANUP_UPDATED
+class CleanupUpdated(StreamEvent, tag=EventType.CLEANUP_UPDATED.value, frozen=True, kw_only=True, gc=False):
+    event_type: ClassVar[EventType] = EventType.CLEANUP_UPDATED
     old_item: CleanupRecord
     new_item: CleanupRecord
 
 
-class CleanupCancelled(StreamEvent):
-    event_type: Literal[EventType.CLEANUP_CANCELLED] = EventType.CLEANUP_CANCELLED
+class CleanupCancelled(
+    StreamEvent, tag=EventType.CLEANUP_CANCELLED.value, frozen=True, kw_only=True, gc=False
+):
+    event_type: ClassVar[EventType] = EventType.CLEANUP_CANCELLED
     old_item: CleanupRecord | None
 
 
-class CleanupExpired(StreamEvent):
-    event_type: Literal[EventType.CLEANUP_EXPIRED] = EventType.CLEANUP_EXPIRED
+class CleanupExpired(StreamEvent, tag=EventType.CLEANUP_EXPIRED.value, frozen=True, kw_only=True, gc=False):
+    event_type: ClassVar[EventType] = EventType.CLEANUP_EXPIRED
     ttl_deletion: Literal[True] = True
     old_item: CleanupRecord | None
 
 
-class UnknownItemChanged(StreamEvent):
-    event_type: Literal[EventType.UNKNOWN_ITEM] = EventType.UNKNOWN_ITEM
+class UnknownItemChanged(StreamEvent, tag=EventType.UNKNOWN_ITEM.value, frozen=True, kw_only=True, gc=False):
+    event_type: ClassVar[EventType] = EventType.UNKNOWN_ITEM
+
+
+Event = (
+    EntitlementCreated
+    | EntitlementStatusChanged
+    | EntitlementUpdated
+    | EntitlementRemoved
+    | CleanupScheduled
+    | CleanupUpdated
+    | CleanupCancelled
+    | CleanupExpired
+    | UnknownItemChanged
+)

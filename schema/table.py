@@ -2,9 +2,9 @@
 
 This is the contract everything else keys on. See docs/table.md for the reasoning behind each choice.
 
-Items are read from plain Python values (a decoded DynamoDB image: str, int, Decimal, bytes, sets,
-lists, dicts). Parsing never fails on an unknown attribute or an unknown status: those are kept and
-reported, so a change in the service never crashes a reader.
+Items are frozen msgspec Structs read from plain Python values (a decoded DynamoDB image: str, int,
+Decimal, bytes, sets, lists, dicts) by `parse_item`. Parsing never fails on an unknown attribute or an
+unknown status: those are kept (`extra`) and reported, so a change in the service never crashes a reader.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ __all__ = [
     "ENTITLEMENT_SK_PREFIX",
     "GSI1_NAME",
     "GSI1_PK_PREFIX",
+    "ITEM_FIELDS",
     "STALE_SK_PREFIX",
     "USER_PK_PREFIX",
     "CleanupKind",
@@ -32,11 +33,14 @@ __all__ = [
     "user_pk",
 ]
 
+import types
+import typing
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import msgspec
+from msgspec import Struct
 
 USER_PK_PREFIX = "USER#"
 ENTITLEMENT_SK_PREFIX = "ENTITLEMENT#"
@@ -115,13 +119,31 @@ def item_kind(sort_key: object) -> ItemKind:
     return _UNKNOWN_KIND
 
 
-_ITEM_CONFIG = ConfigDict(frozen=True, strict=True, extra="allow", populate_by_name=True)
+# -- items ----------------------------------------------------------------------------------------------
+#
+# The ONE statement of the item shapes. Each is a frozen msgspec Struct: the declared attributes as
+# fields, every other attribute of the image kept whole in `extra` (name -> decoded value), so a new
+# attribute never fails a reader. `pipeline.decode` derives the stream's wire shape from these fields
+# and `parse_item` checks an image against them; neither restates them.
 
 
-class EntitlementRow(BaseModel):
+class _ItemBase(Struct, frozen=True, kw_only=True, gc=False):
+    extra: dict[str, Any] = {}
+
+    @property
+    def extra_attributes(self) -> dict[str, Any]:
+        return dict(self.extra)
+
+    def attributes(self) -> dict[str, Any]:
+        """The item's attributes by name: every declared field (None where absent) and every extra."""
+        out = {name: getattr(self, name) for name in _ATTRIBUTE_FIELDS[type(self)]}
+        out.update(self.extra)
+        return out
+
+
+class EntitlementRow(_ItemBase, frozen=True, kw_only=True, gc=False):
     """A link from a user to one Array account. Never deleted, except by an erasure."""
 
-    model_config = _ITEM_CONFIG
     kind: Literal[ItemKind.ENTITLEMENT] = ItemKind.ENTITLEMENT
     pk: str
     sk: str
@@ -142,15 +164,10 @@ class EntitlementRow(BaseModel):
         except ValueError:
             return None
 
-    @property
-    def extra_attributes(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
 
-
-class CleanupRecord(BaseModel):
+class CleanupRecord(_ItemBase, frozen=True, kw_only=True, gc=False):
     """Carries the TTL that schedules an Array account for deletion."""
 
-    model_config = _ITEM_CONFIG
     kind: Literal[ItemKind.CANCELLATION, ItemKind.STALE]
     pk: str
     sk: str
@@ -175,26 +192,78 @@ class CleanupRecord(BaseModel):
         return self.ttl
 
 
-class UnknownItem(BaseModel):
+class UnknownItem(_ItemBase, frozen=True, kw_only=True, gc=False):
     """Anything the contract does not describe, kept whole."""
 
-    model_config = _ITEM_CONFIG
     kind: Literal[ItemKind.UNKNOWN] = ItemKind.UNKNOWN
-    pk: object = None
-    sk: object = None
+    pk: Any = None
+    sk: Any = None
 
 
 Item = EntitlementRow | CleanupRecord | UnknownItem
 
 
+def _accepted(annotation: Any) -> tuple[tuple[type, ...], bool]:
+    """The exact Python types a field's annotation admits (a strict reading: no bool for int), and
+    whether the field is required."""
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in _UNIONS else (annotation,)
+    accepted = tuple(type(None) if member is None else member for member in members)
+    return accepted, type(None) not in accepted
+
+
+_UNIONS = (types.UnionType, typing.Union)
+# Per item class: each image attribute it declares -> (the exact types it takes, whether required).
+# Derived from the Structs above; `kind` (the class's tag) and `extra` are not image attributes.
+ITEM_FIELDS: dict[type[Item], dict[str, tuple[tuple[type, ...], bool]]] = {
+    cls: {
+        field.name: (_accepted(field.type) if cls is not UnknownItem else ((object,), False))
+        for field in msgspec.structs.fields(cls)
+        if field.name not in ("kind", "extra")
+    }
+    for cls in (EntitlementRow, CleanupRecord, UnknownItem)
+}
+_REQUIRED: dict[type[Any], frozenset[str]] = {
+    cls: frozenset(name for name, (_, required) in f.items() if required) for cls, f in ITEM_FIELDS.items()
+}
+_TEXT_FIELDS: dict[type[Any], frozenset[str]] = {
+    cls: frozenset(name for name, (accepted, _) in f.items() if str in accepted)
+    for cls, f in ITEM_FIELDS.items()
+}
+_TEXT = frozenset([str])
+_DEFAULT_KIND: dict[type[Any], Any] = {
+    cls: field.default
+    for cls in ITEM_FIELDS
+    for field in msgspec.structs.fields(cls)
+    if field.name == "kind" and isinstance(field.default, ItemKind)
+}
+_ATTRIBUTE_FIELDS: dict[type[Any], tuple[str, ...]] = {cls: tuple(f) for cls, f in ITEM_FIELDS.items()}
+_ITEM_CLASS: dict[ItemKind, type[EntitlementRow] | type[CleanupRecord]] = {
+    ItemKind.ENTITLEMENT: EntitlementRow,
+    ItemKind.CANCELLATION: CleanupRecord,
+    ItemKind.STALE: CleanupRecord,
+}
+
+
 def parse_item(image: dict[str, Any]) -> Item:
-    """Type a decoded item image. Falls back to `UnknownItem` rather than raising."""
+    """Type a decoded item image (attribute name to value) by its own sort key. Never raises: a known key
+    whose image does not fit its class (a required attribute missing, a value of another type) is an
+    `UnknownItem`, and every attribute the class does not declare is kept in `extra`."""
     kind = item_kind(image.get(SK))
-    try:
-        if kind is ItemKind.ENTITLEMENT:
-            return EntitlementRow.model_validate({**image, "kind": kind})
-        if kind in (ItemKind.CANCELLATION, ItemKind.STALE):
-            return CleanupRecord.model_validate({**image, "kind": kind})
-    except ValueError:
-        pass  # a known key with a malformed body is reported as unknown, never dropped
-    return UnknownItem.model_validate({**image, "kind": ItemKind.UNKNOWN})
+    cls = _ITEM_CLASS.get(kind)
+    if cls is not None and _REQUIRED[cls] <= image.keys():
+        fields = ITEM_FIELDS[cls]
+        names = image.keys()
+        # The common case is checked as a whole: only text, each in a field that takes text.
+        fits = (names <= _TEXT_FIELDS[cls] and {*map(type, image.values())} <= _TEXT) or all(
+            name not in fields or type(value) in fields[name][0] for name, value in image.items()
+        )
+        if fits:
+            if names <= fields.keys():  # no extra attribute
+                if kind is _DEFAULT_KIND.get(cls):
+                    return cls(**image)
+                return cls(kind=kind, **image)  # type: ignore[arg-type]
+            known = {name: value for name, value in image.items() if name in fields}
+            extra = {name: value for name, value in image.items() if name not in fields}
+            return cls(kind=kind, extra=extra, **known)  # type: ignore[arg-type]
+    rest = {name: value for name, value in image.items() if name not in (PK, SK)}
+    return UnknownItem(pk=image.get(PK), sk=image.get(SK), extra=rest)

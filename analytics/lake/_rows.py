@@ -130,10 +130,10 @@ def _strings(values: list[Any]) -> list[str | None]:
     return [v if v is None or type(v) is str else to_text(v) for v in values]
 
 
-def _image_values(pairs: list[tuple[dict[str, Any], dict[str, Any] | None]], name: str) -> list[Any]:
+def _image_values(images: list[dict[str, Any]], name: str) -> list[Any]:
     """One attribute of many items (None where an item is absent or lacks it), from each item's
-    (declared fields, pydantic extras): unknown attributes live in the extras."""
-    return [d[name] if name in d else (x.get(name) if x else None) for d, x in pairs]
+    `attributes()` (declared fields and extras alike)."""
+    return [image.get(name) for image in images]
 
 
 class ChangeBuffer:
@@ -193,9 +193,9 @@ class ChangeBuffer:
         }
         for side in ("old", "new"):
             items = [e.old_item if side == "old" else e.new_item for e in events]
-            pairs = [(_EMPTY, None) if i is None else (i.__dict__, i.__pydantic_extra__) for i in items]
+            images = [_EMPTY if i is None else i.attributes() for i in items]
             for spec in self._allow.attributes:
-                values = _image_values(pairs, spec.attribute)
+                values = _image_values(images, spec.attribute)
                 if spec.type == "ttl":
                     parts = [ttl_columns(v) for v in values]
                     for index, f in enumerate(spec.fields()):

@@ -227,7 +227,7 @@ def replay(
             continue
         item = event.new_item
         assert item is not None
-        attrs = {**item.__dict__, **(item.__pydantic_extra__ or {})}
+        attrs = item.attributes()
         ttl = attrs.get("ttl")
         state[key] = {
             "status": attrs.get("status"),

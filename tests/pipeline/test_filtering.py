@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pipeline.events import StreamEvent, UnknownItemChanged
+from pipeline.events import ChangeKind, StreamEvent, StreamPosition, UnknownItemChanged
 from pipeline.filtering import DroppingUsers
 from schema.outcomes import OutcomeEvent, OutcomeKind
+from schema.table import ItemKind
 
 
 class Sink:
@@ -31,17 +32,14 @@ class Sink:
 
 
 def event(event_id: str, user: str | None) -> StreamEvent:
-    return UnknownItemChanged.model_validate(
-        {
-            "event_id": event_id,
-            "change": "MODIFY",
-            "position": {"stream_arn": "arn", "shard_id": "s", "sequence_number": "1"},
-            "created_at": datetime(2026, 1, 1, tzinfo=UTC),
-            "keys": {},
-            "item_kind": "unknown",
-            "user_id": user,
-        },
-        strict=False,
+    return UnknownItemChanged(
+        event_id=event_id,
+        change=ChangeKind.MODIFY,
+        position=StreamPosition(stream_arn="arn", shard_id="s", sequence_number="1"),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        keys={},
+        item_kind=ItemKind.UNKNOWN,
+        user_id=user,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -232,7 +233,7 @@ def test_a_well_formed_ttl_reads_as_an_expiry_instant(lake: Lake) -> None:
 def test_naive_times_are_taken_as_utc(lake: Lake) -> None:
     sim = TableSim(seed=5, start=datetime(2026, 3, 1, 23, 59, tzinfo=UTC), step=timedelta(seconds=1))
     sim.signup("u1", "a1")
-    event = sim.events[0].model_copy(update={"created_at": datetime(2026, 3, 1, 23, 59, 30)})
+    event = msgspec.structs.replace(sim.events[0], created_at=datetime(2026, 3, 1, 23, 59, 30))
     handler = LakeHandler(lake)
     handler.add(event)
     handler.flush()
