@@ -1,0 +1,382 @@
+"""`make bench` / `python -m bench child`: the KCL child's CPU per record end to end, through the real daemon.
+
+The figure: the CPU time (user + system, read from the child process) that `python -m entitlements.child`
+spends per record delivered: the multilang protocol, the decoder, the handlers the child registers (the
+cleanup handler and the lake), and the commits (every handler flushed, the lake's Parquet written, the
+checkpoint). Baseline, in the same run, through the same launcher jar on the same stream: a do-nothing
+kclpy child (`bench/_null_child.py`) that only checkpoints, at the same cadence, so its cost is the
+protocol alone. The commit cadence and the lake's flush bounds are the production defaults.
+
+How one run goes. moto (the project's `devstack.moto_server`, in this process) holds one table. A warm-up
+of `WARM_UP` records is written first; both daemons (two application names, so two lease tables) read the
+stream from TRIM_HORIZON, and each child is started, imports, takes the warm-up and checkpoints it. Then
+both JVMs are paused (SIGSTOP), each child's CPU is read (it waits on its stdin), the backlog of
+`BACKLOG` records is written, and the JVMs resume: each consumer reads the backlog as a backlog (full
+GetRecords pages), and each child's CPU is read again once its checkpoint reaches the backlog's last record.
+So a child's start-up (imports, clients, the first lake files) is kept out of the per-record figure and
+reported apart. The lake of the real child is checked afterwards: every record of the stream in it once.
+
+One run of each, concurrently: the machine is shared, so the two children meet the same conditions.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+import dataclasses
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from analytics import connect, lake_from_settings
+from bench._report import Figure, print_figures
+from config import Settings, load_settings
+from devstack import _writes as writes
+from devstack.fake_array import FakeArrayServer
+from devstack.moto_server import MotoServer
+from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties
+from pipeline.tables import create_table
+from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from schema.table import EntitlementStatus
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
+REGION = "eu-west-1"
+WARM_UP = 100  # records: each child's first decode, lake files and checkpoint, outside the figure
+BACKLOG = 3000  # records: two thirds signups (INSERT), one third cancellations (MODIFY + INSERT)
+START_TIMEOUT = 180.0  # seconds for a daemon's cold start to its child's first checkpoint
+REAL_CHILD = "entitlements.child"
+NULL_CHILD = "bench._null_child"
+
+
+def _client(endpoint: str, service: str) -> Any:
+    # Bounded calls: a call stuck behind a paused JVM's half-sent request fails the run, never hangs it.
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        config=Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}),
+    )
+
+
+def _settings(endpoint: str, table: str, state_dir: Path, application: str, array_url: str) -> Settings:
+    """Production defaults for the child (commit cadence, lake flush bounds); the daemon's lease timings
+    tuned for a quick start on one machine, with a lease that outlives the pause."""
+    return load_settings(
+        lake={"root": str(state_dir / "lake")},
+        aws={
+            "endpoint_url": endpoint,
+            "region": REGION,
+            "access_key_id": "bench",
+            "secret_access_key": "bench",
+        },
+        consumer={
+            "table_name": table,
+            "application_name": application,
+            "state_dir": state_dir,
+            "idle_time_between_reads_ms": 200,
+            "failover_time_ms": 60_000,
+            "lease_assignment_interval_ms": 1000,
+            "shard_sync_interval_ms": 2000,
+            "launcher_jar": LAUNCHER_JAR,
+        },
+        array={"base_url": array_url},
+    )
+
+
+def _daemon(settings: Settings, *, stream_arn: str, module: str) -> KclDaemon:
+    """A launcher JVM whose child is `python -m <module>`, with the settings in its environment."""
+    work_dir = settings.consumer.state_dir / "daemon"
+    spec = DaemonSpec.from_settings(settings, stream_arn=stream_arn, worker_id="bench", work_dir=work_dir)
+    properties = work_dir / f"launcher-{module}.properties"
+    properties.write_text(
+        launcher_properties(
+            settings, stream_arn=stream_arn, worker_id="bench", child_command=f"{sys.executable} -m {module}"
+        )
+    )
+    environment = {**spec.environment, "PYTHONPATH": str(REPO)}
+    return KclDaemon(dataclasses.replace(spec, properties_path=properties, environment=environment))
+
+
+def _write(client: Any, table: str, signups: int) -> None:
+    """`signups` signups (one put each); every second one then cancelled (a transaction: the row set
+    Cancelled and a cancellation record written with a TTL far ahead): 2 stream records per cancellation."""
+    now = datetime.now(UTC)
+    tag = uuid.uuid4().hex[:6]
+    pairs = [(f"user-{tag}-{i:05d}", f"acct-{tag}-{i:05d}") for i in range(signups)]
+    for start in range(0, signups, 25):
+        client.batch_write_item(
+            RequestItems={
+                table: [
+                    {
+                        "PutRequest": {
+                            "Item": writes.entitlement_row(
+                                user, account, status=EntitlementStatus.ACTIVE, processor_token="t", now=now
+                            )
+                        }
+                    }
+                    for user, account in pairs[start : start + 25]
+                ]
+            }
+        )
+    ttl = {"N": str(writes.ttl_after(now, 63))}
+    for user, account in pairs[::2]:
+        client.transact_write_items(
+            TransactItems=writes.cancellation_transaction(table, user, account, ttl=ttl, now=now)
+        )
+
+
+def _write_records(client: Any, table: str, records: int) -> None:
+    """About `records` stream records: 3 per pair of signups (2 INSERTs, 1 cancellation = 2 records)."""
+    _write(client, table, signups=max(2, records // 2))
+
+
+def _stream_sequence_numbers(streams: Any, stream_arn: str) -> list[str]:
+    """Every record's sequence number, in stream order, read back from the stream."""
+    numbers: list[str] = []
+    for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = streams.get_records(ShardIterator=iterator, Limit=1000)
+            numbers.extend(record["dynamodb"]["SequenceNumber"] for record in page["Records"])
+            if not page["Records"]:
+                break
+            iterator = page.get("NextShardIterator")
+    return numbers
+
+
+def _checkpoint(dynamodb: Any, application: str) -> int | None:
+    """The consumer's checkpoint (the lease table's, one shard), or None before its first."""
+    try:
+        items = dynamodb.scan(TableName=application, ConsistentRead=True)["Items"]
+    except dynamodb.exceptions.ResourceNotFoundException:
+        return None
+    for item in items:
+        value = item.get("checkpoint", {}).get("S", "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _child(daemon: KclDaemon, module: str) -> int | None:
+    """The pid of the daemon's Python child running `module` (the JVM starts it directly)."""
+    assert daemon.pid is not None
+    for pid in _children(daemon.pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if "python" in Path(command[0].decode()).name and module.encode() in command:
+            return pid
+    return None
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The process's CPU time, user + system, every thread: the scheduler's nanosecond runtimes
+    (/proc/<pid>/task/*/schedstat). /proc/<pid>/stat counts 10 ms ticks, too coarse for this figure."""
+    total = 0
+    for schedstat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(schedstat.read_text().split()[0])
+        except OSError:  # a thread ended meanwhile
+            continue
+    return total / 1e9
+
+
+def _cpu_ticks_seconds(pid: int) -> float:
+    """utime + stime from /proc/<pid>/stat (ended threads included), in seconds: the cross-check."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"bench_child: timed out waiting for {what}")
+
+
+@dataclasses.dataclass
+class _Consumer:
+    label: str
+    module: str
+    settings: Settings
+    daemon: KclDaemon
+    child: int | None = None
+    # (precise, ticks) CPU seconds of the child: when paused after the warm-up (its start-up), and once
+    # it has checkpointed the backlog.
+    started_cpu: tuple[float, float] = (0.0, 0.0)
+    done_cpu: tuple[float, float] | None = None
+    done_at: float | None = None
+
+    @property
+    def application(self) -> str:
+        return self.settings.consumer.application_name
+
+    def read_cpu(self) -> tuple[float, float]:
+        assert self.child is not None
+        return _cpu_seconds(self.child), _cpu_ticks_seconds(self.child)
+
+    def checkpointed(self, dynamodb: Any, sequence_number: int) -> Callable[[], bool]:
+        return lambda: (_checkpoint(dynamodb, self.application) or 0) >= sequence_number
+
+
+def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
+    """Both consumers through one run; returns them, the backlog's length, and the seconds from the
+    daemons' start to the warm-up checkpoints (the cold start)."""
+    with MotoServer() as moto, FakeArrayServer(host="127.0.0.1", port=0) as array:
+        endpoint = moto.endpoint
+        dynamodb, streams = _client(endpoint, "dynamodb"), _client(endpoint, "dynamodbstreams")
+        table = create_table(dynamodb, f"entitlements-bench-{uuid.uuid4().hex[:6]}")
+        consumers = []
+        for label, module in (("real", REAL_CHILD), ("null", NULL_CHILD)):
+            settings = _settings(
+                endpoint,
+                table.table_name,
+                workdir / label,
+                f"bench-{label}-{uuid.uuid4().hex[:6]}",
+                array.url,
+            )
+            daemon = _daemon(settings, stream_arn=table.stream_arn, module=module)
+            consumers.append(_Consumer(label, module, settings, daemon))
+        real, null = consumers
+        # The cleanup's retry queue exists before any child starts (a setup command's job).
+        budget = real.settings.array.retry_budget_seconds
+        ensure_retry_queues(
+            _client(endpoint, "sqs"),
+            DEFAULT_RETRY_QUEUE_NAME,
+            visibility_timeout_seconds=int(budget * 3) + 30,
+        )
+
+        _write_records(dynamodb, table.table_name, WARM_UP)
+        warm_up_end = int(_stream_sequence_numbers(streams, table.stream_arn)[-1])
+        started = time.monotonic()
+        for consumer in consumers:
+            consumer.daemon.start()
+        try:
+            for consumer in consumers:
+                _wait(
+                    consumer.checkpointed(dynamodb, warm_up_end),
+                    START_TIMEOUT,
+                    f"the {consumer.label} child's warm-up checkpoint",
+                )
+                consumer.child = _child(consumer.daemon, consumer.module)
+                if consumer.child is None:
+                    raise SystemExit(f"bench_child: the {consumer.label} child process was not found")
+
+            cold_start = time.monotonic() - started
+            for consumer in consumers:
+                assert consumer.daemon.pid is not None
+                os.kill(consumer.daemon.pid, signal.SIGSTOP)
+            try:
+                time.sleep(1.0)  # a call sent before the pause is answered; then each child waits on stdin
+                for consumer in consumers:
+                    consumer.started_cpu = consumer.read_cpu()
+                _write_records(dynamodb, table.table_name, BACKLOG)
+                numbers = _stream_sequence_numbers(streams, table.stream_arn)
+            finally:
+                for consumer in consumers:
+                    assert consumer.daemon.pid is not None
+                    os.kill(consumer.daemon.pid, signal.SIGCONT)
+            resumed = time.monotonic()
+            backlog = [n for n in numbers if int(n) > warm_up_end]
+            backlog_end = int(backlog[-1])
+
+            def all_done() -> bool:
+                for consumer in consumers:
+                    if consumer.done_cpu is None and consumer.checkpointed(dynamodb, backlog_end)():
+                        consumer.done_cpu = consumer.read_cpu()
+                        consumer.done_at = time.monotonic() - resumed
+                return all(consumer.done_cpu is not None for consumer in consumers)
+
+            _wait(all_done, START_TIMEOUT, "both children to checkpoint the backlog")
+        finally:
+            for consumer in consumers:
+                consumer.daemon.stop(timeout=60)
+
+        with connect(lake_from_settings(real.settings)) as con:
+            landed = con.execute("SELECT count(*), count(DISTINCT sequence_number) FROM changes").fetchone()
+        if landed is None or landed[0] != len(numbers) or landed[1] != len(numbers):
+            raise SystemExit(
+                f"bench_child: the real child's lake holds {landed} rows, the stream {len(numbers)}"
+            )
+        return real, null, len(backlog), cold_start
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-child-") as tmp:
+        real, null, records, cold_start = _run(Path(tmp))
+
+    def per_record_us(consumer: _Consumer) -> float:
+        assert consumer.done_cpu is not None
+        precise = consumer.done_cpu[0] - consumer.started_cpu[0]
+        ticks = consumer.done_cpu[1] - consumer.started_cpu[1]
+        if abs(precise - ticks) > 0.03 + 0.1 * ticks:  # a thread that ended took its runtime with it
+            print(
+                f"  (warning: {consumer.label} child: {precise:.3f} s by schedstat, {ticks:.2f} s by ticks)"
+            )
+        return precise / records * 1e6
+
+    real_us, null_us = per_record_us(real), per_record_us(null)
+    print_figures(
+        f"KCL child CPU per record through the real daemon (launcher JVM, moto): a {records:,}-record "
+        "backlog read by both children in one run, production commit cadence",
+        [
+            Figure(
+                name="entitlements.child (protocol, decode, cleanup + lake handlers, commits)",
+                value=real_us,
+                unit="µs CPU/record",
+                baseline_name="a do-nothing kclpy child checkpointing at the same cadence",
+                baseline_value=null_us,
+                better="lower",
+            ),
+            Figure(
+                name=f"start-up: imports, clients, the first {WARM_UP} records and their checkpoint",
+                value=real.started_cpu[0],
+                unit="s CPU",
+                baseline_name="the do-nothing child",
+                baseline_value=null.started_cpu[0],
+                better="lower",
+            ),
+        ],
+    )
+    assert real.done_at is not None and null.done_at is not None
+    print(
+        f"  (the child's own work, the protocol taken out: {real_us - null_us:,.1f} µs/record; the backlog "
+        f"checkpointed {real.done_at:,.1f} s / {null.done_at:,.1f} s after the JVMs resumed, the last "
+        "commit coming up to the commit interval after the last record)"
+    )
+    print(f"  (cold start of both daemons to their warm-up checkpoints: {cold_start:,.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
