@@ -68,7 +68,10 @@ class ParkedWork:
         if not self._root.exists():
             return
         for path in sorted(self._root.glob("*/*.json")):
-            doc = json.loads(path.read_bytes())
+            try:
+                doc = json.loads(path.read_bytes())
+            except FileNotFoundError:  # replayed or erased while we listed
+                continue
             yield ParkedBatch(
                 path=path,
                 handler=doc["handler"],

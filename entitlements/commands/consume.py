@@ -81,6 +81,7 @@ def consumer_status() -> None:
         age = stats.get("iterator_age_ms")
         typer.echo(
             f"{stats['shard_id']}: {stats['records']} records, {stats['quarantined']} quarantined, "
+            f"{stats.get('dead_lettered', 0)} dead-lettered, "
             f"{stats['parked_batches']} parked batches, {stats['checkpoints']} checkpoints, "
             f"iterator age {'unknown' if age is None else f'{age / 1000:.1f}s'} (as of {stats['updated_at']})"
         )
