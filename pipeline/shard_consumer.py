@@ -159,10 +159,10 @@ class ShardConsumer:
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._stream_arn = stream_arn
-        self._handlers = handlers
         # The order is fixed here, so a registry that names an unknown sink fails at build time.
         self._order = handlers.ordered()
         self._receivers = handlers.receivers()
+        self._sinks = {handler.name: handlers.downstream(handler.name) for handler in self._order}
         self._decode = decode
         self._quarantine = quarantine
         self._parked = parked
@@ -316,7 +316,7 @@ class ShardConsumer:
             code = failures.get(name)
             reason = code
             if code is None:
-                failed_sinks = [sink for sink in self._handlers.downstream(name) if sink in failures]
+                failed_sinks = [sink for sink in self._sinks[name] if sink in failures]
                 if not failed_sinks:
                     continue
                 # Its outputs did not become durable: its records replay, and their outputs with them.
