@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from analytics import lake_from_settings
+from analytics.views import connect
+from config import load_settings
+from devstack import _writes as writes
+from devstack.fake_array import FakeArrayServer
+from entitlements import compose
 from entitlements.commands.consume import app
 from pipeline.parking import RawRecord
+from pipeline.tables import create_table
 from schema.errors import TerminalError
+from schema.outcomes import OutcomeKind
+from schema.table import EntitlementStatus
 from tests.entitlements.commands._stored import StateDir, stream_record, use_handlers
 from tests.pipeline._consumer_fakes import STREAM, Recorder, registry_of
+from tests.support.dynamodb import REGION, client, unique_table_name
 
 runner = CliRunner()
 
@@ -72,3 +84,86 @@ def test_consumer_status_counts_the_stores(state: StateDir) -> None:
     result = runner.invoke(app, ["consumer-status"], env=state.env)
     assert result.exit_code == 0
     assert "dead letters: 1 records" in result.stdout
+
+
+# -- with the real composition: cleanup on moto and the fake Array, outcomes in the lake --------------
+
+
+def ttl_expiry(user: str, account: str, *, event_id: str, seq: str, now: datetime) -> bytes:
+    """DynamoDB's TTL removing the user's cancellation record, as the adapter delivers it."""
+    old = writes.cancellation_record(user, account, ttl={"N": str(int(now.timestamp()) - 86_400)}, now=now)
+    return json.dumps(
+        {
+            "eventID": event_id,
+            "eventName": "REMOVE",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "eu-west-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": int(now.timestamp() * 1000),
+                "Keys": {"pk": old["pk"], "sk": old["sk"]},
+                "OldImage": old,
+                "SequenceNumber": seq,
+                "SizeBytes": 100,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "userIdentity": {"principalId": "dynamodb.amazonaws.com", "type": "Service"},
+        }
+    ).encode()
+
+
+def test_replaying_a_parked_cleanup_batch_deletes_the_accounts_and_lands_their_outcomes(
+    moto_endpoint: str, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC)
+    table = unique_table_name("replay")
+    create_table(client(moto_endpoint, "dynamodb"), table)
+    with FakeArrayServer() as array:
+        env = {
+            "ENTITLEMENTS_AWS__ENDPOINT_URL": moto_endpoint,
+            "ENTITLEMENTS_AWS__REGION": REGION,
+            "ENTITLEMENTS_AWS__ACCESS_KEY_ID": "testing",
+            "ENTITLEMENTS_AWS__SECRET_ACCESS_KEY": "testing",
+            "ENTITLEMENTS_CONSUMER__TABLE_NAME": table,
+            "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"),
+            "ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "lake"),
+            "ENTITLEMENTS_ARRAY__BASE_URL": array.url,
+        }
+        settings = load_settings(
+            aws={
+                "endpoint_url": moto_endpoint,
+                "region": REGION,
+                "access_key_id": "t",
+                "secret_access_key": "t",
+            },
+            consumer={"table_name": table, "state_dir": tmp_path / "state"},
+        )
+        compose.setup_retry_queues(settings)
+        accounts = ["acct-r1", "acct-r2"]
+        for i, account in enumerate(accounts):
+            user = f"user-r{i}"
+            row = writes.entitlement_row(
+                user, account, status=EntitlementStatus.CANCELLED, processor_token="t", now=now
+            )
+            client(moto_endpoint, "dynamodb").put_item(**writes.signup_put(table, row))
+        array.add_users(accounts)
+        state = StateDir(tmp_path / "state")
+        park(
+            state,
+            "cleanup",
+            *(
+                ttl_expiry(f"user-r{i}", a, event_id=f"ttl-{i}", seq=str(100 + i), now=now)
+                for i, a in enumerate(accounts)
+            ),
+        )
+
+        result = runner.invoke(app, ["replay-parked"], env=env)
+
+        assert (result.exit_code, state.parked.count()) == (0, 0), result.output
+        assert [array.has_user(account) for account in accounts] == [False, False]
+    with connect(lake_from_settings(load_settings(lake={"root": str(tmp_path / "lake")}))) as con:
+        deleted = con.execute(
+            "SELECT array_account_id FROM outcomes WHERE kind = ? ORDER BY 1",
+            [OutcomeKind.CLEANUP_DELETED.value],
+        ).fetchall()
+    assert [account for (account,) in deleted] == accounts
