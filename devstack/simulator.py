@@ -71,8 +71,9 @@ from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from devstack import _writes as writes
-from devstack._aws_errors import cancellation_codes, client_error_code, converted
+from devstack._aws_errors import cancellation_codes
 from pipeline.clock import Clock
+from schema.aws_errors import aws_error_code, converted
 from schema.errors import RetryableError, TerminalError
 from schema.table import EntitlementStatus, cancellation_key, entitlement_key, stale_key
 
@@ -163,7 +164,7 @@ class EntitlementTable:
         """The row's full low-level image (strongly consistent), or None."""
         request = writes.get_row(self.table_name, user_id, array_account_id)
         for attempt in self._retrying():
-            with attempt, converted("GetItem"):
+            with attempt, converted("DynamoDB GetItem"):
                 item: writes.LowLevelItem | None = self._client.get_item(**request).get("Item")
                 return item
         raise AssertionError("unreachable")  # pragma: no cover
@@ -172,7 +173,7 @@ class EntitlementTable:
         """An unconditional whole-item put (signup; or the stale write of a planted race)."""
         request = writes.unconditional_put(self.table_name, item)
         for attempt in self._retrying():
-            with attempt, converted("PutItem"):
+            with attempt, converted("DynamoDB PutItem"):
                 self._client.put_item(**request)
         self.writes += 1
 
@@ -185,9 +186,9 @@ class EntitlementTable:
                 try:
                     self._client.put_item(**request)
                 except ClientError as error:
-                    if client_error_code(error) == "ConditionalCheckFailedException":
+                    if aws_error_code(error) == "ConditionalCheckFailedException":
                         raise EntitlementNotActiveError("entitlement row is not active") from None
-                    with converted("PutItem"):
+                    with converted("DynamoDB PutItem"):
                         raise
         self.writes += 1
 
@@ -197,9 +198,9 @@ class EntitlementTable:
                 try:
                     self._client.update_item(**request)
                 except ClientError as error:
-                    if client_error_code(error) == "ConditionalCheckFailedException":
+                    if aws_error_code(error) == "ConditionalCheckFailedException":
                         raise TransactionRefused("update refused", ["ConditionalCheckFailed"]) from None
-                    with converted("UpdateItem"):
+                    with converted("DynamoDB UpdateItem"):
                         raise
         self.writes += 1
 
@@ -212,12 +213,12 @@ class EntitlementTable:
                 except ClientError as error:
                     codes = cancellation_codes(error)
                     failed = {c for c in codes if c not in ("None", "")}
-                    if client_error_code(error) == "TransactionCanceledException":
+                    if aws_error_code(error) == "TransactionCanceledException":
                         if failed <= {"ConditionalCheckFailed"}:
                             raise TransactionRefused("transaction refused", codes) from None
                         if failed & _RETRYABLE_CANCELLATIONS:
                             raise RetryableError("DynamoDB TransactWriteItems cancelled: conflict") from None
-                    with converted("TransactWriteItems"):
+                    with converted("DynamoDB TransactWriteItems"):
                         raise
         self.writes += 1
 

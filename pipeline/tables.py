@@ -23,14 +23,11 @@ __all__ = [
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
-
+from schema.aws_errors import converted
 from schema.errors import RetryableError, TerminalError
 from schema.table import GSI1_NAME, PK, SK, TTL_ATTRIBUTE
 
@@ -50,18 +47,6 @@ _GSI1_KEY_SCHEMA: tuple[dict[str, str], ...] = (
 )
 TABLE_ATTRIBUTE_DEFINITIONS: tuple[dict[str, str], ...] = tuple(
     {"AttributeName": name, "AttributeType": "S"} for name in (PK, SK, GSI1_PK, GSI1_SK)
-)
-
-# Error codes after which the same call may succeed (AWS's documented retryable DynamoDB errors).
-_RETRYABLE_CODES = frozenset(
-    {
-        "InternalServerError",
-        "LimitExceededException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "ServiceUnavailable",
-        "ThrottlingException",
-    }
 )
 
 
@@ -97,29 +82,6 @@ class TableDescription:
     created: bool  # False when the table already existed
 
 
-@contextmanager
-def _converted(operation: str, *, tolerate: frozenset[str] = frozenset()) -> Iterator[list[str]]:
-    """Convert boto3/botocore errors raised inside into schema.errors types (once, where the client is
-    called). Codes in `tolerate` are swallowed and reported through the yielded list instead. Messages
-    name the operation and the error code only."""
-    tolerated: list[str] = []
-    try:
-        yield tolerated
-    except ClientError as error:
-        code = str(error.response.get("Error", {}).get("Code", ""))
-        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        if code in tolerate:
-            tolerated.append(code)
-            return
-        if code in _RETRYABLE_CODES or status >= 500:
-            raise RetryableError(f"DynamoDB {operation} failed: {code}") from None
-        raise TerminalError(f"DynamoDB {operation} failed: {code or status}") from None
-    except (BotoConnectionError, HTTPClientError) as error:  # connection refused, timeouts, resets
-        raise RetryableError(f"DynamoDB {operation} failed: {type(error).__name__}") from None
-    except BotoCoreError as error:  # parameter validation, credentials: retrying cannot help
-        raise TerminalError(f"DynamoDB {operation} failed: {type(error).__name__}") from None
-
-
 def _gsi1_definition() -> dict[str, Any]:
     return {
         "IndexName": GSI1_NAME,
@@ -138,7 +100,7 @@ def _wait_until_active(
     """Poll until the table and every index are ACTIVE; return the table description."""
     deadline = time.monotonic() + timeout_seconds
     while True:
-        with _converted("DescribeTable"):
+        with converted("DynamoDB DescribeTable"):
             table: dict[str, Any] = client.describe_table(TableName=table_name)["Table"]
         indexes = table.get("GlobalSecondaryIndexes", [])
         if table.get("TableStatus") == "ACTIVE" and all(i.get("IndexStatus") == "ACTIVE" for i in indexes):
@@ -156,7 +118,7 @@ def _ensure_contract(client: DynamoDBAdminClient, table_name: str, table: dict[s
     changed = False
     index_names = {i["IndexName"] for i in table.get("GlobalSecondaryIndexes", [])}
     if GSI1_NAME not in index_names:
-        with _converted("UpdateTable"):
+        with converted("DynamoDB UpdateTable"):
             client.update_table(
                 TableName=table_name,
                 AttributeDefinitions=[dict(a) for a in TABLE_ATTRIBUTE_DEFINITIONS],
@@ -165,7 +127,7 @@ def _ensure_contract(client: DynamoDBAdminClient, table_name: str, table: dict[s
         changed = True
     stream = table.get("StreamSpecification") or {}
     if not stream.get("StreamEnabled"):
-        with _converted("UpdateTable"):
+        with converted("DynamoDB UpdateTable"):
             client.update_table(
                 TableName=table_name,
                 StreamSpecification={"StreamEnabled": True, "StreamViewType": STREAM_VIEW_TYPE},
@@ -177,7 +139,7 @@ def _ensure_contract(client: DynamoDBAdminClient, table_name: str, table: dict[s
 
 
 def _ensure_ttl(client: DynamoDBAdminClient, table_name: str) -> None:
-    with _converted("DescribeTimeToLive"):
+    with converted("DynamoDB DescribeTimeToLive"):
         ttl = client.describe_time_to_live(TableName=table_name)["TimeToLiveDescription"]
     status = ttl.get("TimeToLiveStatus")
     attribute = ttl.get("AttributeName")
@@ -185,7 +147,7 @@ def _ensure_ttl(client: DynamoDBAdminClient, table_name: str) -> None:
         if attribute != TTL_ATTRIBUTE:
             raise TableContractMismatch("existing table has TTL on a different attribute")
         return
-    with _converted("UpdateTimeToLive"):
+    with converted("DynamoDB UpdateTimeToLive"):
         client.update_time_to_live(
             TableName=table_name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
@@ -200,7 +162,7 @@ def create_table(
     sleep: Callable[[float], None] = time.sleep,
 ) -> TableDescription:
     """Make the entitlements table (or bring an existing one to the contract) and return where it is."""
-    with _converted("CreateTable", tolerate=frozenset({"ResourceInUseException"})) as existed:
+    with converted("DynamoDB CreateTable", tolerate=frozenset({"ResourceInUseException"})) as existed:
         dynamodb_client.create_table(
             TableName=table_name,
             KeySchema=[dict(k) for k in TABLE_KEY_SCHEMA],
@@ -230,7 +192,7 @@ def stream_arn_for(table_name: str, client: Any) -> str:
     `client` is `Any` because either boto3 client will do; it is told apart by the calls it offers.
     """
     if isinstance(client, _DescribesTables):
-        with _converted("DescribeTable"):
+        with converted("DynamoDB DescribeTable"):
             table = client.describe_table(TableName=table_name)["Table"]
         arn = table.get("LatestStreamArn")
         if not arn or not (table.get("StreamSpecification") or {}).get("StreamEnabled"):
@@ -240,7 +202,7 @@ def stream_arn_for(table_name: str, client: Any) -> str:
         streams: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {"TableName": table_name}
         while True:
-            with _converted("ListStreams"):
+            with converted("DynamoDB ListStreams"):
                 page = client.list_streams(**kwargs)
             streams.extend(page.get("Streams", []))
             last = page.get("LastEvaluatedStreamArn")

@@ -28,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from processors.cleanup._clients import SqsClient
 from processors.cleanup._errors import RetryQueueError
 from processors.cleanup._work import CleanupWork
+from schema.aws_errors import aws_error_code
 
 DEFAULT_RETRY_QUEUE_NAME = "entitlements-cleanup-retry"
 DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
@@ -92,12 +93,6 @@ def ensure_retry_queues(
     return RetryQueues(queue_url=queue_url, queue_arn=queue_arn, dlq_url=dlq_url, dlq_arn=dlq_arn)
 
 
-def _code(failed: Exception) -> str:
-    if isinstance(failed, ClientError):
-        return str(failed.response.get("Error", {}).get("Code") or "ClientError")
-    return type(failed).__name__
-
-
 def _delay(seconds: int) -> int:
     return max(0, min(MAX_DELAY_SECONDS, seconds))
 
@@ -109,7 +104,7 @@ def park_work(sqs: SqsClient, queue_url: str, work: CleanupWork, *, delay_second
             QueueUrl=queue_url, MessageBody=work.model_dump_json(), DelaySeconds=_delay(delay_seconds)
         )
     except (ClientError, BotoCoreError) as failed:
-        raise RetryQueueError(_code(failed), context=work.context) from None
+        raise RetryQueueError(aws_error_code(failed), context=work.context) from None
 
 
 def park_many(sqs: SqsClient, queue_url: str, works: Sequence[tuple[CleanupWork, int]]) -> list[str | None]:
@@ -126,7 +121,7 @@ def park_many(sqs: SqsClient, queue_url: str, works: Sequence[tuple[CleanupWork,
             response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except (ClientError, BotoCoreError) as failed:
             for index in range(len(chunk)):
-                results[start + index] = _code(failed)
+                results[start + index] = aws_error_code(failed)
             continue
         for failure in response.get("Failed", []):
             results[start + int(failure["Id"])] = str(failure.get("Code") or "Failed")

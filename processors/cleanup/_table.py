@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
+from schema.aws_errors import aws_error_code
 from schema.table import GSI1_NAME, EntitlementStatus, gsi1_key
 
 
@@ -42,13 +43,6 @@ class RowRef:
 class MarkResult:
     marked: bool
     code: str  # "marked", "ConditionalCheckFailedException", or another error code
-
-
-def _error_code(failed: Exception) -> str:
-    if isinstance(failed, ClientError):
-        code = failed.response.get("Error", {}).get("Code")
-        return str(code) if code else "ClientError"
-    return type(failed).__name__
 
 
 def _string(item: dict[str, Any], name: str) -> str | None:
@@ -99,7 +93,7 @@ def find_rows_for_account(dynamodb: DynamoDBClient, table_name: str, array_accou
             if not start:
                 return rows
     except (ClientError, BotoCoreError) as failed:
-        raise GuardUnavailableError(_error_code(failed)) from None
+        raise GuardUnavailableError(aws_error_code(failed)) from None
 
 
 def mark_row_removed(
@@ -125,5 +119,5 @@ def mark_row_removed(
             },
         )
     except (ClientError, BotoCoreError) as failed:
-        return MarkResult(marked=False, code=_error_code(failed))
+        return MarkResult(marked=False, code=aws_error_code(failed))
     return MarkResult(marked=True, code="marked")

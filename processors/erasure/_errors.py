@@ -13,17 +13,12 @@ __all__ = [
     "converted",
 ]
 
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from schema import aws_errors
+from schema.aws_errors import AwsRetryableError, AwsTerminalError, aws_error_code
 from schema.errors import RetryableError, TerminalError
-
-# An AWS error code is an identifier ("AWS.SimpleQueueService.NonExistentQueue"); anything else is
-# reported by the error's class name instead.
-_ERROR_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 class ErasureConfigError(TerminalError):
@@ -58,25 +53,15 @@ class ErasureTimeoutError(RetryableError):
         super().__init__(f"erasure step {step} ran out of time")
 
 
-def aws_error_code(error: BaseException) -> str:
-    """The AWS error code of a botocore error, else the error's class name: never its text."""
-    response = getattr(error, "response", None)
-    if isinstance(response, Mapping):
-        details = response.get("Error")
-        code = details.get("Code") if isinstance(details, Mapping) else None
-        if isinstance(code, str) and _ERROR_CODE.fullmatch(code):
-            return code
-    return type(error).__name__
-
-
 @contextmanager
 def converted(step: str) -> Iterator[None]:
     """Convert boto3/botocore errors raised inside into `ErasureStepError(step, code)`, once, where the
     client is called. `from None`: a botocore error's text can quote the request."""
     code: str | None = None
     try:
-        yield
-    except (ClientError, BotoCoreError) as error:
-        code = aws_error_code(error)
+        with aws_errors.converted(step):
+            yield
+    except (AwsRetryableError, AwsTerminalError) as error:
+        code = error.code
     if code is not None:
         raise ErasureStepError(step, code) from None

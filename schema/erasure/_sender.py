@@ -11,13 +11,13 @@ from __future__ import annotations
 __all__ = ["ErasureResponseSender", "SqsSendClient"]
 
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from schema.aws_errors import aws_error_code
 from schema.erasure._errors import ErasureContractError, ErasureContractErrorCode, ErasureResponseSendError
 from schema.erasure._models import (
     AckResponse,
@@ -32,25 +32,12 @@ from schema.erasure._schema import RESPONSE_VALIDATOR
 _log = logging.getLogger(__name__)
 
 _RESPONSE_CLASSES = (AckResponse, RefileAckResponse, HoldingsResponse)
-# An AWS error code is an identifier ("AWS.SimpleQueueService.NonExistentQueue"); anything else is
-# not logged as given.
-_ERROR_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 class SqsSendClient(Protocol):
     """The one call the sender makes (a boto3 SQS client has it)."""
 
     def send_message(self, *, QueueUrl: str, MessageBody: str) -> Any: ...
-
-
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None)
-    if isinstance(response, Mapping):
-        details = response.get("Error")
-        code = details.get("Code") if isinstance(details, Mapping) else None
-        if isinstance(code, str) and _ERROR_CODE.fullmatch(code):
-            return code
-    return type(error).__name__
 
 
 def _valid_response(response: object) -> ErasureResponse | None:
@@ -98,7 +85,7 @@ class ErasureResponseSender:
         try:
             self._client.send_message(QueueUrl=self._queue_url, MessageBody=body)
         except Exception as error:  # every failure is converted here, once, without its text
-            failure = _error_code(error)
+            failure = aws_error_code(error)
         if failure is None:
             return
         self._failed_sends += 1
