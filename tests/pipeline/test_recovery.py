@@ -135,6 +135,15 @@ def test_a_batch_whose_handler_fails_again_stays_parked_as_it_was(tmp_path: Path
     assert (report.finished, report.remaining) == (0, 1)
 
 
+def test_a_batch_that_fails_again_keeps_only_its_unfinished_records_parked(tmp_path: Path) -> None:
+    park(tmp_path, "cleanup", "poison", "e2", "e3")
+    report = recovery(tmp_path, Recorder("cleanup", failures=[OSError()]), Recorder("lake")).replay_parked()
+    [batch] = list(Stores.under(tmp_path).parked)
+    assert [r.data for r in batch.records] == [b"e2", b"e3"]
+    assert stored(tmp_path) == (0, 1, 1)
+    assert report.remaining == 1
+
+
 def test_a_batch_whose_sink_fails_stays_parked_for_its_handler(tmp_path: Path) -> None:
     path = park(tmp_path, "cleanup", "e1")
     lake = Recorder("lake", failures=[OSError("disk full")])
