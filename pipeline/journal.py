@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from pipeline._files import private_dir
+from pipeline._files import append_private_file
 from pipeline.events import StreamEvent
 
 
@@ -48,11 +48,7 @@ class JournalHandler:
     def flush(self) -> None:
         if not self._pending:
             return
-        private_dir(self._path.parent)
-        with self._path.open("a", encoding="utf-8") as out:
-            out.write("\n".join(self._pending) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        append_private_file(self._path, ("\n".join(self._pending) + "\n").encode())
         self._pending.clear()
 
     def discard_pending(self) -> None:

@@ -1,7 +1,8 @@
 """Files of the lake: whole-file atomic writes, deterministic names, listings and the schema anchors.
 
-A file is never visible half written. Locally it is written to a hidden temporary file in the target
-directory, fsynced, and renamed over the final name (rename is atomic on POSIX). On S3 the complete file
+A file is never visible half written. Locally it is written by the project's one atomic write
+(`schema._files`: a hidden temporary file in the target directory, fsynced, renamed over the final name,
+owner-only: files 0600, folders 0700, since the lake holds user ids). On S3 the complete file
 is built in memory and sent in one request (a single PUT; pyarrow switches to a multipart upload above
 its part size, which S3 also makes visible only when complete). Rewriting a name replaces it whole.
 """
@@ -30,11 +31,8 @@ __all__ = [
     "write_parquet_atomic",
 ]
 
-import contextlib
 import hashlib
-import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -54,6 +52,7 @@ from analytics.lake._schema import (
     changes_schema,
     state_schema,
 )
+from schema._files import write_private, write_private_file
 
 # Every dataset directory holds a zero-row file with the current schema, so that readers never meet an
 # empty glob and union_by_name always sees every current column. It sits in a partition of its own.
@@ -154,25 +153,7 @@ def _write(sink: object, data: pa.Table | Iterable[pa.RecordBatch], schema: pa.S
 
 
 def _write_local(target: str, data: pa.Table | Iterable[pa.RecordBatch], schema: pa.Schema, rgs: int) -> int:
-    directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            rows = _write(handle, data, schema, rgs)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return rows
+    return write_private(target, lambda handle: _write(handle, data, schema, rgs))
 
 
 def write_bytes_atomic(lake: Lake, relative: str, payload: bytes) -> None:
@@ -182,19 +163,7 @@ def write_bytes_atomic(lake: Lake, relative: str, payload: bytes) -> None:
         with lake.fs.open_output_stream(target) as out:
             out.write(payload)
         return
-    directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    write_private_file(target, payload)
 
 
 def read_bytes(lake: Lake, relative: str) -> bytes:

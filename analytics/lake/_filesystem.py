@@ -15,6 +15,7 @@ import pyarrow.fs as pafs
 from fsspec.implementations.arrow import ArrowFSWrapper
 
 from config import Settings
+from schema._files import private_dir
 
 S3_SCHEME = "s3://"
 
@@ -65,7 +66,7 @@ def open_lake(
     access_key: str | None = None,
     secret_key: str | None = None,
 ) -> Lake:
-    """Open a lake root: a local directory (created if missing) or `s3://bucket/prefix`.
+    """Open a lake root: a local directory (created if missing, owner-only) or `s3://bucket/prefix`.
 
     For S3, `endpoint_url` (e.g. moto on `http://127.0.0.1:PORT`) overrides AWS's endpoint; credentials
     default to the standard AWS chain. The bucket must exist.
@@ -91,7 +92,7 @@ def open_lake(
             _fsspec=_S3Wrapper(s3),
         )
     base = os.path.abspath(root).rstrip("/") or "/"
-    os.makedirs(base, exist_ok=True)
+    private_dir(base)  # the lake holds user ids: owner-only, as every file under it
     return Lake(fs=pafs.LocalFileSystem(), base=base, uri=base, is_local=True)
 
 

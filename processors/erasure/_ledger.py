@@ -32,7 +32,6 @@ __all__ = ["LEDGER_DIR_NAME", "ErasureLedger", "LedgerEntry", "erased_filter"]
 import hmac
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from config import Settings
+from pipeline._files import private_dir, write_private_file
 
 LEDGER_DIR_NAME = "erasure-ledger"
 _ID_LENGTH = 64
@@ -61,14 +61,6 @@ class LedgerEntry(BaseModel):
     @property
     def completed(self) -> bool:
         return self.completed_at is not None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class ErasureLedger:
@@ -179,25 +171,13 @@ class ErasureLedger:
     def _ensure_root(self) -> None:
         if self._root_ready:
             return
-        self._root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._root.chmod(0o700)
+        private_dir(self._root)
         self._root_ready = True
 
     def _write(self, ledger_id: str, entry: LedgerEntry) -> None:
         self._ensure_root()
         data = json.dumps(entry.model_dump(mode="json"), sort_keys=True).encode()
-        fd, tmp = tempfile.mkstemp(dir=self._root, prefix=".tmp-")
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self._path(ledger_id))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(self._root)
+        write_private_file(self._path(ledger_id), data)
 
 
 def erased_filter(ledger: ErasureLedger) -> Callable[[str | None], bool]:

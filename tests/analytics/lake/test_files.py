@@ -14,6 +14,7 @@ from analytics.lake._files import (
     change_file_name,
     list_parquet,
     outcome_file_name,
+    write_bytes_atomic,
     write_parquet_atomic,
 )
 
@@ -52,3 +53,23 @@ def test_names_are_deterministic_and_safe() -> None:
     assert first == change_file_name("arn:a", "shard/1", "0" * 47 + "1", "0" * 46 + "99")
     assert "/" not in first and first != change_file_name("arn:b", "shard/1", "0" * 47 + "1", "0" * 46 + "99")
     assert outcome_file_name(["b", "a"]) == outcome_file_name(["a", "b"])
+
+
+def test_a_local_lake_file_is_owner_only_in_owner_only_folders(lake: Lake) -> None:
+    schema = pa.schema([("a", pa.int64())])
+    write_parquet_atomic(lake, "changes/event_date=2026-01-01/x.parquet", pa.table({"a": [1]}), schema)
+    modes = [
+        os.stat(lake.path(relative)).st_mode & 0o777
+        for relative in (
+            "changes/event_date=2026-01-01/x.parquet",
+            "changes/event_date=2026-01-01",
+            "changes",
+            "",
+        )
+    ]
+    assert modes == [0o600, 0o700, 0o700, 0o700]
+
+
+def test_a_small_local_file_is_owner_only(lake: Lake) -> None:
+    write_bytes_atomic(lake, "_snapshots/manifest.json", b"{}")
+    assert os.stat(lake.path("_snapshots/manifest.json")).st_mode & 0o777 == 0o600
