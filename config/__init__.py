@@ -1,4 +1,4 @@
-"""The one frozen settings object. A leaf: imports nothing else from the project."""
+"""The one frozen settings object. Imports nothing from the project but the error root (schema.errors)."""
 
 from config.settings import (
     ArraySettings,
@@ -9,6 +9,7 @@ from config.settings import (
     LakeSettings,
     PolicySettings,
     Settings,
+    SettingsError,
     load_settings,
     settings_environment,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "LakeSettings",
     "PolicySettings",
     "Settings",
+    "SettingsError",
     "load_settings",
     "settings_environment",
 ]

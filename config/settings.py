@@ -3,6 +3,9 @@
 Every value comes from the environment with the prefix ENTITLEMENTS_ and `__` between nested names,
 for example ENTITLEMENTS_AWS__ENDPOINT_URL or ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS. Library code never
 reads the environment itself; it is handed the part of this object it needs.
+
+Refused settings raise `SettingsError`, whose message names each refused field (as its environment
+variable) and the rule it broke, and never the value: a mistyped secret must not reach a log.
 """
 
 from __future__ import annotations
@@ -16,15 +19,21 @@ __all__ = [
     "LakeSettings",
     "PolicySettings",
     "Settings",
+    "SettingsError",
     "load_settings",
     "settings_environment",
 ]
 
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+import pydantic_settings
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from schema.errors import TerminalError
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -175,6 +184,47 @@ def settings_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
+class SettingsError(TerminalError):
+    """The settings were refused. `problems`: one line per refused field, `ENV_VARIABLE: rule`; never a
+    value (the error is raised `from None`, so no chained pydantic error quotes one either)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("settings refused: " + "; ".join(self.problems))
+
+
+def _variable(location: tuple[int | str, ...]) -> str:
+    return "ENTITLEMENTS_" + "__".join(str(part).upper() for part in location)
+
+
+def _rule(error: Any) -> str:
+    """The rule a value broke: pydantic's error type, its constraints, and its message when the message
+    is a fixed template (a message built around `ctx["error"]` may quote the input, so it is left out)."""
+    context = {key: value for key, value in (error.get("ctx") or {}).items() if key != "error"}
+    rule = str(error["type"])
+    if context:
+        rule += " (" + ", ".join(f"{key}={value}" for key, value in sorted(context.items())) + ")"
+    if "error" not in (error.get("ctx") or {}) and error["type"] not in ("value_error", "assertion_error"):
+        rule += f": {error['msg']}"
+    return rule
+
+
+def _problems(error: ValidationError) -> list[str]:
+    return [
+        f"{_variable(tuple(detail['loc']))}: {_rule(detail)}"
+        for detail in error.errors(include_url=False, include_input=False)
+    ]
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Build the settings from the environment, with explicit overrides winning."""
-    return Settings(**overrides)  # type: ignore[arg-type]
+    """Build the settings from the environment, with explicit overrides winning. Raises `SettingsError`
+    naming each refused field and its rule, never the value."""
+    problems: list[str]
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as refused:
+        problems = _problems(refused)
+    except pydantic_settings.SettingsError as unreadable:  # a JSON value that does not parse
+        problems = [str(unreadable)]  # 'error parsing value for field "aws" from source "..."': no value
+    # Raised outside the except blocks: no frame's locals (a rich traceback shows them) hold the error.
+    raise SettingsError(problems)

@@ -1,5 +1,7 @@
 """`entitlements`: the one console script. A thin shell: each command group lives in
-`entitlements/commands/<group>.py`, parses arguments, builds the settings once and calls library code."""
+`entitlements/commands/<group>.py`, parses arguments, builds the settings once and calls library code
+or the composition root (`entitlements.compose`). A refused setting ends the command with its field and
+rule on stderr (exit 2), never its value; tracebacks never show local variables."""
 
 from __future__ import annotations
 
@@ -9,7 +11,11 @@ import importlib
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+from config import SettingsError
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_show_locals=False
+)
 
 # (module under entitlements.commands, group name or None to add its commands at the top level)
 _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
@@ -23,6 +29,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
     ("audit", None),
     ("cleanup", "cleanup"),
     ("erasure", "erasure"),
+    ("quarantine", "quarantine"),
+    ("dead_letter", "dead-letter"),
 )
 
 
@@ -41,4 +49,8 @@ _register()
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SettingsError as refused:
+        typer.echo(f"entitlements: {refused}", err=True)
+        raise SystemExit(2) from None

@@ -1,0 +1,87 @@
+"""config/settings.py: a refused setting is named by its field and rule, never by its value."""
+
+from __future__ import annotations
+
+import traceback
+
+import pytest
+
+from config import SettingsError, load_settings
+from schema.errors import TerminalError
+
+CANARY = "canary-7f3a-secret-value"
+
+
+def _refused(monkeypatch: pytest.MonkeyPatch, **environ: str) -> SettingsError:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    return caught.value
+
+
+def _everything_it_shows(error: SettingsError) -> str:
+    return "".join(traceback.format_exception(error)) + repr(error) + repr(error.args)
+
+
+def test_a_refused_value_is_named_by_its_variable_and_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS="0")
+    assert error.problems == (
+        "ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS: greater_than_equal (ge=1): "
+        "Input should be greater than or equal to 1",
+    )
+
+
+def test_a_mistyped_secret_is_never_in_what_the_error_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS=CANARY)
+    assert "ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS: float_parsing" in str(error)
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_the_pydantic_error_that_quotes_the_value_is_not_chained(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS=CANARY)
+    assert (error.__cause__, error.__context__) == (None, None)
+
+
+def test_a_secret_given_to_an_unknown_field_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ARRAY__APP_KEYY=CANARY)
+    assert error.problems == (
+        "ENTITLEMENTS_ARRAY__APP_KEYY: extra_forbidden: Extra inputs are not permitted",
+    )
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_a_section_given_as_json_that_does_not_parse_names_the_section(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ARRAY=f'{{"app_key": "{CANARY}"')
+    assert 'field "array"' in str(error)
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_a_secret_in_a_json_section_with_a_bad_field_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ARRAY=f'{{"app_key": "x", "concurrency": "{CANARY}"}}')
+    assert error.problems[0].startswith("ENTITLEMENTS_ARRAY__CONCURRENCY: int_parsing")
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_every_refused_field_is_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_LAKE__FLUSH_ROWS="0", ENTITLEMENTS_ARRAY__CONCURRENCY="none")
+    assert sorted(p.split(":", 1)[0] for p in error.problems) == [
+        "ENTITLEMENTS_ARRAY__CONCURRENCY",
+        "ENTITLEMENTS_LAKE__FLUSH_ROWS",
+    ]
+
+
+def test_an_explicit_override_is_refused_the_same_way() -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(array={"retry_budget_seconds": CANARY})
+    assert CANARY not in _everything_it_shows(caught.value)
+
+
+def test_a_refused_setting_is_a_terminal_error_of_the_project() -> None:
+    assert issubclass(SettingsError, TerminalError)
+
+
+def test_valid_settings_load_with_overrides_winning() -> None:
+    assert load_settings(lake={"flush_rows": 5}).lake.flush_rows == 5
