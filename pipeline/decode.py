@@ -69,7 +69,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 import orjson
@@ -156,18 +156,22 @@ _WireImage = msgspec.defstruct(
 )
 
 
-class _Identity(Struct, frozen=True, gc=False):
-    # Either casing is read, lowercase first (see the module).
-    type: str | UnsetType | None = UNSET
-    principalId: str | UnsetType | None = UNSET
-    Type: str | UnsetType | None = UNSET
-    PrincipalId: str | UnsetType | None = UNSET
-
-
-def _record_shape(name: str, *, image: Any, keys: Any, created: Any) -> Any:
+def _record_shape(name: str, *, image: Any, keys: Any, created: Any, typed: bool) -> Any:
     """The stream record's envelope, with the images, the keys and the creation time as given: the wire
     types in the typed branch, any parsed value in the generic one (checked by `_event` and
-    `decode_image`). Fields no event reads are typed too (a wrong type is a bad record)."""
+    `decode_image`). Fields no event reads are typed too (a wrong type is a bad record).
+
+    The typed branch takes no field beyond these (`forbid_unknown_fields`): msgspec skips an unknown
+    field's value unread, where orjson checks it (a number out of range, say), so such a record takes
+    the generic branch, which refuses it when it must."""
+    identity = msgspec.defstruct(
+        f"{name}Identity",
+        # Either casing is read (see `_event`).
+        [(field, str | UnsetType | None, UNSET) for field in ("type", "principalId", "Type", "PrincipalId")],
+        frozen=True,
+        gc=False,
+        forbid_unknown_fields=typed,
+    )
     change = msgspec.defstruct(
         f"{name}Change",
         [
@@ -176,11 +180,12 @@ def _record_shape(name: str, *, image: Any, keys: Any, created: Any) -> Any:
             ("SequenceNumber", str | UnsetType, UNSET),
             ("NewImage", image, UNSET),
             ("OldImage", image, UNSET),
-            ("SizeBytes", int | UnsetType, UNSET),
+            ("SizeBytes", Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | UnsetType, UNSET),
             ("StreamViewType", str | UnsetType, UNSET),
         ],
         frozen=True,
         gc=False,
+        forbid_unknown_fields=typed,
     )
     return msgspec.defstruct(
         f"{name}Record",
@@ -188,7 +193,7 @@ def _record_shape(name: str, *, image: Any, keys: Any, created: Any) -> Any:
             ("eventID", str),
             ("eventName", str),
             ("dynamodb", change),
-            ("userIdentity", _Identity | None | UnsetType, UNSET),
+            ("userIdentity", identity | UnsetType | None, UNSET),
             ("eventSourceARN", str | UnsetType, UNSET),
             ("eventVersion", str | UnsetType, UNSET),
             ("eventSource", str | UnsetType, UNSET),
@@ -196,11 +201,14 @@ def _record_shape(name: str, *, image: Any, keys: Any, created: Any) -> Any:
         ],
         frozen=True,
         gc=False,
+        forbid_unknown_fields=typed,
     )
 
 
-_TypedRecord = _record_shape("_Typed", image=_WireImage | UnsetType, keys=dict[str, _S], created=int)
-_GenericRecord = _record_shape("_Generic", image=Any, keys=Any, created=Any)
+_TypedRecord = _record_shape(
+    "_Typed", image=_WireImage | UnsetType, keys=dict[str, _S], created=int, typed=True
+)
+_GenericRecord = _record_shape("_Generic", image=Any, keys=Any, created=Any, typed=False)
 _decode_typed = msgspec.json.Decoder(_TypedRecord).decode
 
 
@@ -280,6 +288,8 @@ def _generic(
         record = msgspec.convert(parsed, _GenericRecord, strict=True)
     except msgspec.ValidationError as error:
         raise DecodeError(_shape_reason(str(error), adapter)) from None
+    except UnicodeEncodeError:  # a field name of a mapping that is not valid text (a lone surrogate)
+        raise DecodeError("a field name is not valid Unicode text") from None
     ddb = record.dynamodb
     if ddb.Keys is UNSET or ddb.Keys is None:
         raise DecodeError("Keys is missing")
@@ -358,7 +368,7 @@ def _check_text(value: Any) -> None:
     elif isinstance(value, list | tuple | frozenset):
         for member in value:
             _check_text(member)
-    elif isinstance(value, _Identity):
+    elif isinstance(value, Struct):  # the identity
         _check_text(msgspec.structs.astuple(value))
 
 
@@ -409,9 +419,10 @@ def _event(
     identity = record.userIdentity
     ttl_deletion = False
     if identity is not UNSET and identity is not None:
-        kind_ = identity.type if identity.type is not UNSET else identity.Type
-        principal = identity.principalId if identity.principalId is not UNSET else identity.PrincipalId
-        if kind_ in (UNSET, None) and principal in (UNSET, None):
+        # Either casing, the first one given (null is not given).
+        kind_ = identity.type if type(identity.type) is str else identity.Type
+        principal = identity.principalId if type(identity.principalId) is str else identity.PrincipalId
+        if type(kind_) is not str and type(principal) is not str:
             raise DecodeError("userIdentity names neither a type nor a principal")
         ttl_deletion = change is _REMOVE and kind_ == TTL_IDENTITY_TYPE and principal == TTL_PRINCIPAL
 
