@@ -1,32 +1,18 @@
-"""Analytics over the entitlements table's change stream: the Parquet lake and its DuckDB views."""
+"""Analytics over the entitlements table's change stream: the Parquet lake and its DuckDB views.
 
-from analytics.lake import (
-    Lake,
-    LakeHandler,
-    compact,
-    lake_from_settings,
-    open_lake,
-    purge_users,
-    read_snapshot,
-    snapshot,
-    snapshot_as_of,
-    state_as_of,
-)
-from analytics.views import VIEW_NAMES, connect, create_views, set_mask
+`connect(lake)` opens the views, hiding every user an erasure has masked in the lake (always).
+"""
+
+from analytics.erasure import AnalyticsLakeEraser
+from analytics.lake import Lake, LakeHandler, lake_from_settings, open_lake, snapshot
+from analytics.views import connect
 
 __all__ = [
-    "VIEW_NAMES",
+    "AnalyticsLakeEraser",
     "Lake",
     "LakeHandler",
-    "compact",
     "connect",
-    "create_views",
     "lake_from_settings",
     "open_lake",
-    "purge_users",
-    "read_snapshot",
-    "set_mask",
     "snapshot",
-    "snapshot_as_of",
-    "state_as_of",
 ]

@@ -3,7 +3,8 @@
 The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same files work
 from the DuckDB CLI on a local lake (`analytics/sql/all.sql`). They find the lake through the DuckDB
 variable `lake_root`, read with `union_by_name` (files written under older schemas lose no column) and
-hide every user in the `erased_users` table (the mask, empty by default).
+hide every user in the `erased_users` table: the lake's erasure mask (`analytics/lake/_mask.py`), read on
+every connection, plus any a caller adds.
 
 Views (columns in schema/lake.md):
 - raw_changes, raw_outcomes: every landed row, replays included (lake health only)
@@ -37,6 +38,7 @@ from analytics.lake._duck import literal, read_files_sql
 from analytics.lake._files import anchor_path, ensure_layout, list_parquet
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, classify, fold_sql
+from analytics.lake._mask import read_mask
 from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
 from analytics.lake.snapshot import read_manifest
 
@@ -153,7 +155,8 @@ def create_views(
     views: Iterable[str] | None = None,
 ) -> None:
     """Create the views on `con` for `lake` (every one, or those named in `views` and what they read),
-    hiding the users in `mask`.
+    hiding every user an erasure has masked in the lake (always: no caller can forget it) and the users
+    in `mask`.
 
     With `from_snapshot`, `current_items` (and the views on it) reads the latest snapshot plus the change
     files it has not folded, as listed now: call again to pick up files landed since.
@@ -171,7 +174,7 @@ def create_views(
         if created and wanted is not None and not created & wanted:
             continue
         con.execute(next((replaced[name] for name in created if name in replaced), text))
-    set_mask(con, mask)
+    set_mask(con, read_mask(lake) | frozenset(mask))
 
 
 def connect(
@@ -182,7 +185,7 @@ def connect(
     views: Iterable[str] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB connection with the views created (every one, or `views` and what they
-    read)."""
+    read), hiding every user an erasure has masked in the lake, and those in `mask`."""
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views)

@@ -37,12 +37,12 @@ from botocore.config import Config
 from pydantic import SecretStr
 
 from analytics import LakeHandler, connect, open_lake
+from analytics.erasure import AnalyticsLakeEraser
 from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings, ErasureSettings
 from devstack._writes import cancellation_record, entitlement_row, stale_record
 from devstack.fake_array import FakeArrayServer
-from entitlements.erasure_lake import AnalyticsLakeEraser
 from pipeline.clock import SystemClock
 from pipeline.decode import decode_stream_record
 from pipeline.tables import create_table
@@ -322,7 +322,7 @@ def _worker(stack: _Stack) -> ErasureWorker:
             dynamodb=stack.dynamodb,
             table_name=stack.table.table_name,
             array=stack.array,
-            lake=AnalyticsLakeEraser(stack.lake, stack.state / "erasure-lake-mask.json"),
+            lake=AnalyticsLakeEraser(stack.lake),
             stores=ConsumerStores(stack.state / "quarantine", stack.state / "parked"),
             ledger=stack.ledger,
         ),

@@ -2,7 +2,8 @@
 
 1. moto on 127.0.0.1 with the table, the TTL emulator and the fake Array (every account it is asked to
    delete exists once), all on one simulated clock where 63 days pass in seconds;
-2. the real KCL consumer (Java launcher + Python children) with the cleanup processor and the lake;
+2. the cleanup's retry queue (the setup command's work), then the real KCL consumer (Java launcher +
+   Python children, built by `entitlements.compose`) with the cleanup processor and the lake;
 3. the workload simulator (optionally with planted faults);
 4. wait until every cleanup record that can expire has expired and the consumer has caught up with the
    stream; stop the consumer gracefully; drain parked cleanups;
@@ -29,8 +30,8 @@ from config import Settings, load_settings
 from devstack.fake_array import FakeArrayServer
 from devstack.simulator import EntitlementTable, SimulationConfig, SimulationSummary, run_simulation
 from devstack.stack import LocalStack
+from entitlements import compose
 from entitlements._clients import aws_client
-from entitlements.commands.cleanup import build_retry_worker
 from pipeline.clock import SimulatedClock
 from pipeline.daemon import DaemonSpec, KclDaemon
 
@@ -175,6 +176,8 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
         def client(service: str) -> Any:
             return aws_client(settings.aws, service)
 
+        # What `entitlements cleanup setup` does in a deployment: the children only look the queue up.
+        compose.setup_retry_queues(settings)
         daemon = KclDaemon(
             DaemonSpec.from_settings(
                 settings,
@@ -226,7 +229,7 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
         progress("consumer stopped gracefully")
         lake = lake_from_settings(settings)
         landing = LakeHandler(lake, settings.lake, name="retry-worker-lake")
-        drained = build_retry_worker(settings, landing).drain(max_seconds=60)
+        drained = compose.retry_worker(settings, landing).drain(max_seconds=60)
         landing.flush()
         progress(f"retry worker drained parked cleanups ({drained})")
         snapshot(lake)

@@ -31,7 +31,6 @@ from analytics.audits import ReportFormat, Status, load_checks, load_config, ren
 from analytics.lake import lake_from_settings
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
-from entitlements.erasure_lake import users_being_erased
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 
 app = typer.Typer(add_completion=False)
@@ -98,8 +97,6 @@ def run_audit(
             erased_user_ids=erased_user_ids or [],
             ledger=ledger,
             from_snapshot=not from_log,
-            # Accounts being erased are hidden at once, before their files are purged.
-            mask=users_being_erased(lake, settings.consumer.state_dir),
         )
         text = render_report(report, fmt)
         if output is not None:

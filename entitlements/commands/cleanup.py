@@ -4,45 +4,37 @@
 - `retry-worker` drains parked cleanups (until stopped, or `--drain` until the queue is empty);
 - `repair [--dry-run]` marks Removed every row whose account the lake shows deleted while the row is not.
 
-`build_cleanup_handler` builds the stream handler for the KCL child (register it before the lake).
+The stream handler, the retry worker and their clients are built by `entitlements.compose`; `setup` is
+the one place the retry queues are made (the KCL child only looks them up).
 """
 
 from __future__ import annotations
 
-__all__ = ["LakeDeletedAccounts", "app", "build_cleanup_handler", "build_retry_worker"]
+__all__ = ["LakeDeletedAccounts", "app"]
 
 import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 import typer
 
 from analytics import LakeHandler, lake_from_settings
 from analytics.lake import Lake
 from analytics.views import connect
-from config import Settings, load_settings
+from config import load_settings
+from entitlements import compose
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
-from pipeline.filtering import DroppingUsers
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
-    CleanupHandler,
-    HttpArrayClient,
-    RetryQueues,
-    ensure_retry_queues,
     repair_removed_rows,
 )
-from processors.cleanup.retry_worker import RetryWorker
-from processors.erasure import ErasureLedger, erased_filter
-from schema.outcomes import OutcomeKind, OutcomeSink
+from schema.outcomes import OutcomeKind
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
-
-# Every AWS call the cleanup makes returns within these, so the handler's time budget holds.
-_AWS_TIMEOUTS = {"connect_timeout": 2, "read_timeout": 5}
 
 QueueOption = Annotated[str, typer.Option("--queue-name", help="The retry queue (its DLQ: <name>-dlq).")]
 
@@ -50,70 +42,6 @@ QueueOption = Annotated[str, typer.Option("--queue-name", help="The retry queue 
 @app.callback()
 def cleanup() -> None:
     """Array account cleanup: the retry queue, its worker, and the repair of unmarked rows."""
-
-
-def _queues(settings: Settings, queue_name: str) -> RetryQueues:
-    sqs = aws_client(settings.aws, "sqs", **_AWS_TIMEOUTS)
-    visibility = int(settings.array.retry_budget_seconds * 3) + 30
-    return ensure_retry_queues(sqs, queue_name, visibility_timeout_seconds=visibility)
-
-
-class _Clients(NamedTuple):
-    """What the stream handler and the retry worker both call: the table, the retry queue, Array."""
-
-    dynamodb: Any
-    sqs: Any
-    array: HttpArrayClient
-    queue_url: str
-
-
-def _clients(settings: Settings, queue_name: str) -> _Clients:
-    """The clients built from the settings, the retry queues ensured."""
-    queues = _queues(settings, queue_name)
-    return _Clients(
-        dynamodb=aws_client(settings.aws, "dynamodb", **_AWS_TIMEOUTS),
-        sqs=aws_client(settings.aws, "sqs", **_AWS_TIMEOUTS),
-        array=HttpArrayClient(settings.array),
-        queue_url=queues.queue_url,
-    )
-
-
-def build_cleanup_handler(
-    settings: Settings, sink: OutcomeSink, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
-) -> CleanupHandler:
-    """The cleanup stream handler, its clients built from the settings. Ensures the retry queues."""
-    clients = _clients(settings, queue_name)
-    return CleanupHandler(
-        dynamodb=clients.dynamodb,
-        sqs=clients.sqs,
-        array=clients.array,
-        table_name=settings.consumer.table_name,
-        retry_queue_url=clients.queue_url,
-        sink=sink,
-        clock=clock_from_settings(settings.clock),
-        concurrency=settings.array.concurrency,
-        retry_budget_seconds=settings.array.retry_budget_seconds,
-    )
-
-
-def build_retry_worker(
-    settings: Settings, lake: LakeHandler, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
-) -> RetryWorker:
-    """The retry worker, landing its outcomes in the lake (flushed before a message is acknowledged).
-    Outcomes of erased accounts (a cleanup parked before the erasure) are dropped, as at the consumer."""
-    clients = _clients(settings, queue_name)
-    return RetryWorker(
-        sqs=clients.sqs,
-        dynamodb=clients.dynamodb,
-        array=clients.array,
-        table_name=settings.consumer.table_name,
-        queue_url=clients.queue_url,
-        sink=DroppingUsers(lake, erased_filter(ErasureLedger.from_settings(settings))),
-        clock=clock_from_settings(settings.clock),
-        flush_outcomes=lake.flush,
-        concurrency=settings.array.concurrency,
-        retry_budget_seconds=settings.array.retry_budget_seconds,
-    )
 
 
 class LakeDeletedAccounts:
@@ -143,7 +71,7 @@ class LakeDeletedAccounts:
 def setup(queue_name: QueueOption = DEFAULT_RETRY_QUEUE_NAME) -> None:
     """Create (or bring up to date) the retry queue and its dead-letter queue; print their URLs."""
     configure_logging()
-    queues = _queues(load_settings(), queue_name)
+    queues = compose.setup_retry_queues(load_settings(), queue_name)
     typer.echo(f"retry queue: {queues.queue_url}")
     typer.echo(f"dead-letter queue: {queues.dlq_url}")
 
@@ -160,7 +88,7 @@ def retry_worker(
     configure_logging()
     settings = load_settings()
     lake = LakeHandler(lake_from_settings(settings), settings.lake, name="cleanup-retry")
-    worker = build_retry_worker(settings, lake, queue_name=queue_name)
+    worker = compose.retry_worker(settings, lake, queue_name=queue_name)
     if drain:
         report = worker.drain(max_seconds=max_seconds)
         lake.flush()
@@ -192,7 +120,7 @@ def repair(
     configure_logging()
     settings = load_settings()
     report = repair_removed_rows(
-        aws_client(settings.aws, "dynamodb", **_AWS_TIMEOUTS),
+        aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS),
         settings.consumer.table_name,
         LakeDeletedAccounts(lake_from_settings(settings)),
         clock=clock_from_settings(settings.clock),

@@ -1,9 +1,10 @@
 """`entitlements erasure ...`: the erasure contract from the command line, and this store's subscriber
-(`setup` makes its side of the channel, `worker` runs it; docs/operations/erasure.md)."""
+(`setup` makes its side of the channel, the one place its queues are made; `worker` runs the worker
+`entitlements.compose` builds; docs/operations/erasure.md)."""
 
 from __future__ import annotations
 
-__all__ = ["app", "build_worker", "erasure_settings"]
+__all__ = ["app", "erasure_settings"]
 
 import os
 import signal
@@ -14,20 +15,12 @@ from typing import Annotated
 
 import typer
 
-from analytics import LakeHandler, lake_from_settings
 from config import ErasureSettings, Settings, load_settings
+from entitlements import compose
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
-from pipeline.clock import clock_from_settings
-from processors.cleanup import HttpArrayClient
 from processors.erasure import (
-    LEDGER_DIR_NAME,
-    ConsumerStores,
     ErasureConfigError,
-    ErasureLedger,
-    ErasureTargets,
-    ErasureWorker,
     checked_timings,
     ensure_erasure_channel,
 )
@@ -120,37 +113,6 @@ def _settings() -> tuple[Settings, ErasureSettings]:
     return settings, erasure
 
 
-def build_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds: int = 20) -> ErasureWorker:
-    """The worker as deployed: clients from the settings (read timeouts no longer than the batch
-    timeout, except SQS's, which must outlast the long poll), the lake adapter, the consumer's stores
-    and the ledger under `consumer.state_dir`, the settings' clock."""
-    batch = erasure.batch_timeout_seconds
-    bounded = {"connect_timeout": batch, "read_timeout": batch}
-    sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
-    state = settings.consumer.state_dir
-    lake = lake_from_settings(settings)
-    queue_url = str(sqs.get_queue_url(QueueName=erasure.queue_name)["QueueUrl"])
-    responses_url = str(sqs.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"])
-    targets = ErasureTargets(
-        dynamodb=aws_client(settings.aws, "dynamodb", **bounded),
-        table_name=settings.consumer.table_name,
-        array=HttpArrayClient(settings.array),
-        lake=AnalyticsLakeEraser(lake, state / MASK_FILE_NAME),
-        stores=ConsumerStores(settings.consumer.quarantine_dir, settings.consumer.parked_dir),
-        ledger=ErasureLedger(state / LEDGER_DIR_NAME, erasure.ledger_key),
-    )
-    return ErasureWorker(
-        settings=erasure,
-        sqs=sqs,
-        cloudwatch=aws_client(settings.aws, "cloudwatch", **bounded),
-        queue_url=queue_url,
-        responses_queue_url=responses_url,
-        targets=targets,
-        clock=clock_from_settings(settings.clock),
-        outcomes=LakeHandler(lake, settings.lake, name="erasure-outcomes"),
-    )
-
-
 @app.command()
 def setup() -> None:
     """Create (or bring to the contract) the store's erasure queue, its dead-letter queue, the topic
@@ -191,7 +153,7 @@ def worker(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    with build_worker(settings, erasure, wait_seconds=wait_seconds) as running:
+    with compose.erasure_worker(settings, erasure, wait_seconds=wait_seconds) as running:
         try:
             running.run(stop, wait_seconds=wait_seconds, pollers=pollers)
         except ErasureConfigError as refused:

@@ -29,7 +29,6 @@ from analytics.lake import compact, lake_from_settings, read_manifest, snapshot,
 from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
-from entitlements.erasure_lake import users_being_erased
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The Parquet lake.")
 
@@ -155,9 +154,8 @@ def sql_command(
     configure_logging("WARNING")
     settings = load_settings()
     lake = lake_from_settings(settings)
-    # Accounts being erased are hidden at once, before their files are purged (docs/operations/erasure.md).
-    erasing = users_being_erased(lake, settings.consumer.state_dir)
-    con = connect(lake, mask=erasing, from_snapshot=not from_log)
+    # Accounts being erased are hidden by every connection, before their files are purged.
+    con = connect(lake, from_snapshot=not from_log)
     try:
         relation = con.sql(query)
         if relation is None:

@@ -24,7 +24,6 @@ from analytics.lake import lake_from_settings
 from analytics.mining import MiningFormat, load_reports, render_mining, report_charts, run_report
 from config import load_settings
 from entitlements._logging import configure_logging
-from entitlements.erasure_lake import users_being_erased
 
 app = typer.Typer(add_completion=False)
 
@@ -71,8 +70,6 @@ def mine_command(
             report,
             policy=settings.policy,
             from_snapshot=from_snapshot,
-            # Accounts being erased are hidden at once, before their files are purged.
-            mask=users_being_erased(lake, settings.consumer.state_dir),
         )
         chart_files: list[str] = []
         if output is not None and fmt is MiningFormat.MARKDOWN:

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, open_lake
 from entitlements.commands.lake import app
-from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from tests.analytics.lakesim import TableSim, replay
 
 
@@ -99,7 +99,7 @@ def test_sql_hides_the_accounts_an_erasure_is_masking(
     query = "SELECT DISTINCT user_id FROM changes WHERE user_id IS NOT NULL ORDER BY 1"
     users = [row["user_id"] for row in json.loads(_run(env, "sql", query, "--format", "json"))]
     masked = users[0]
-    AnalyticsLakeEraser(lake, tmp_path / "state" / MASK_FILE_NAME).mask([masked])
+    AnalyticsLakeEraser(lake).mask([masked])
     env = {**env, "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
     after = [row["user_id"] for row in json.loads(_run(env, "sql", query, "--format", "json"))]
     assert after == users[1:]

@@ -15,6 +15,7 @@ import boto3
 import psutil
 
 from config import Settings, load_settings
+from entitlements.compose import setup_retry_queues
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
 
@@ -124,6 +125,8 @@ def running_consumer(
 ) -> Iterator[RunningConsumer]:
     name, arn = new_table(endpoint)
     settings = consumer_settings(endpoint, name, state_dir, **overrides)
+    # The setup command's work: the KCL children only look the cleanup's retry queue up.
+    setup_retry_queues(settings)
     consumer = RunningConsumer(settings=settings, stream_arn=arn, daemons={})
     if worker_id:
         consumer.start_worker(worker_id)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import open_lake
 from config import load_settings
 from entitlements.cli import app as cli
 from entitlements.commands.audit import app
-from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.table import entitlement_key
 from tests.analytics.audits.story import Story, clean_story
@@ -132,9 +132,7 @@ def test_an_unreadable_thresholds_file_exits_two(tmp_path: Path) -> None:
 
 def test_users_being_erased_are_left_out_of_the_audit(tmp_path: Path) -> None:
     env = land(tmp_path, duplicate(clean_story()))
-    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake")), tmp_path / "state" / MASK_FILE_NAME).mask(
-        ["mallory"]
-    )
+    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake"))).mask(["mallory"])
 
     result = invoke(env, "--format", "json")
 

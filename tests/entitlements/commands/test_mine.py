@@ -7,11 +7,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
+from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import open_lake
 from analytics.mining import load_reports
 from entitlements.cli import app as cli
 from entitlements.commands.mine import app
-from entitlements.erasure_lake import MASK_FILE_NAME, AnalyticsLakeEraser
 from tests.analytics.audits.story import clean_story
 
 
@@ -81,9 +81,7 @@ def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
 def test_users_being_erased_are_left_out_of_every_report(tmp_path: Path) -> None:
     env = landed(tmp_path)
     everyone = json.loads(invoke(env, "accounts_per_user", "--format", "json").stdout)["rows"]
-    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake")), tmp_path / "state" / MASK_FILE_NAME).mask(
-        ["alice"]
-    )
+    AnalyticsLakeEraser(open_lake(str(tmp_path / "lake"))).mask(["alice"])
 
     result = invoke(env, "accounts_per_user", "--format", "json")
 

@@ -1,5 +1,5 @@
-"""`entitlements cleanup setup | retry-worker | repair`, and the handler the KCL child registers, built by
-the command module from the settings: against moto and the fake Array, with a local lake."""
+"""`entitlements cleanup setup | retry-worker | repair`: against moto and the fake Array, with a local lake.
+(The handler the KCL child registers is built by entitlements.compose: tests/entitlements/test_compose.py.)"""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from analytics import LakeHandler, open_lake
 from config import load_settings
 from devstack.fake_array import FakeArrayServer
+from entitlements import compose
 from entitlements.cli import app as cli
-from entitlements.commands.cleanup import LakeDeletedAccounts, build_cleanup_handler
-from processors.cleanup import ensure_retry_queues
+from entitlements.commands.cleanup import LakeDeletedAccounts
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import ItemKind
 from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
@@ -146,7 +146,8 @@ def test_the_retry_worker_command_drains_parked_work_and_lands_its_outcomes(
         monkeypatch.setenv(name, value)
     settings = load_settings()
     sink = ListSink()
-    handler = build_cleanup_handler(settings, sink, queue_name=queue_name)
+    compose.setup_retry_queues(settings, queue_name)  # `entitlements cleanup setup`
+    handler = compose.cleanup_handler(settings, sink, queue_name=queue_name)
     fake_array.expire_credentials()
     handler.add(make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
     handler.flush()
@@ -162,16 +163,3 @@ def test_the_retry_worker_command_drains_parked_work_and_lands_its_outcomes(
     assert list(LakeDeletedAccounts(open_lake(str(tmp_path / "lake"))).deleted_accounts()) == [
         ("u1", "acct-1")
     ]
-
-
-def test_the_handler_built_for_the_child_is_named_cleanup_and_uses_the_settings(
-    env: dict[str, str], queue_name: str, sqs: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    handler = build_cleanup_handler(load_settings(), ListSink(), queue_name=queue_name)
-    assert handler.name == "cleanup"
-    assert handler.retry_budget_seconds == 3.0
-    assert (
-        ensure_retry_queues(sqs, queue_name).queue_url == sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
-    )

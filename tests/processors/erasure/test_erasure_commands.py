@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from config import load_settings
-from entitlements.commands.erasure import app, build_worker, erasure_settings
+from entitlements.commands.erasure import app, erasure_settings
+from entitlements.compose import erasure_worker
 from pipeline.tables import create_table
 from schema.erasure import ErasureEnvironmentError, parse_erasure_message, serialize_erasure_message
 from tests.processors.erasure.erasure_subscriber_helpers import check
@@ -94,7 +95,7 @@ def test_the_worker_as_the_command_builds_it_answers_on_the_channel(
     topic = sns.create_topic(Name=settings.erasure.topic_name)["TopicArn"]
     request = check("nobody-at-all")
     sns.publish(TopicArn=topic, Message=serialize_erasure_message(request))
-    with build_worker(settings, settings.erasure, wait_seconds=1) as worker:
+    with erasure_worker(settings, settings.erasure, wait_seconds=1) as worker:
         worker.verify_queue()
         worker.poll_once(wait_seconds=1)
     responses_url = sqs.get_queue_url(QueueName=settings.erasure.responses_queue_name)["QueueUrl"]

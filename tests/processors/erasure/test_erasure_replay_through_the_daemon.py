@@ -17,7 +17,7 @@ from analytics import lake_from_settings
 from analytics.views import connect
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from entitlements.commands.erasure import build_worker
+from entitlements.compose import erasure_worker
 from pipeline.daemon import DaemonSpec, KclDaemon
 from processors.erasure import ensure_erasure_channel
 from schema.erasure import CHANNEL_CONSTANTS, serialize_erasure_message
@@ -82,7 +82,7 @@ def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window
         wait(lambda: lake_rows(settings, erased) >= 2 and lake_rows(settings, bystander) >= 1)
 
         channel = ensure_erasure_channel(client(endpoint, "sqs"), client(endpoint, "sns"), settings.erasure)
-        worker = build_worker(settings, settings.erasure, wait_seconds=1)
+        worker = erasure_worker(settings, settings.erasure, wait_seconds=1)
         request = erase(erased)
         client(endpoint, "sns").publish(
             TopicArn=channel.topic_arn, Message=serialize_erasure_message(request)

@@ -1,0 +1,111 @@
+"""The lake side of an erasure: `processors.erasure.LakeEraser` over the lake's own API (processors never
+import analytics; `entitlements.compose` hands the worker this adapter).
+
+- `mask` adds the user ids being erased to the lake's mask (`analytics/lake/_mask.py`: a small file in
+  the lake itself, owner-only locally), and every view hides them from then on, before their files are
+  rewritten: `analytics.connect` and every audit and report read the mask themselves, so no reader can
+  forget it. `unmask` forgets them after the second pass: the mask is the one place that holds their
+  ids, so it must not keep them; the landing filter keeps their events out from then on.
+- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures, rewriting each file
+  that holds a row of any of them once, whole and atomically, and no other file. Calls are serialised
+  in the process and across a local lake's processes (the lake's rewrite lock).
+- `holds` scans the `user_id` (and `pk`) columns of every data file in the purged datasets
+  (`analytics.lake.purge.PURGED_DATASETS`) with pyarrow.dataset, and answers None when a file cannot be
+  read.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AnalyticsLakeEraser"]
+
+import threading
+from collections.abc import Collection
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from analytics.lake import Lake, purge_users
+from analytics.lake._mask import read_mask, write_mask
+from analytics.lake.purge import PURGED_DATASETS
+from analytics.views import connect
+from schema.table import USER_PK_PREFIX
+
+
+class AnalyticsLakeEraser:
+    """A `LakeEraser` for `lake`. Thread-safe."""
+
+    def __init__(self, lake: Lake) -> None:
+        self._lake = lake
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"AnalyticsLakeEraser(lake={self._lake.uri!r})"
+
+    @property
+    def lake(self) -> Lake:
+        return self._lake
+
+    # -- the mask -----------------------------------------------------------------------------------
+
+    def masked_users(self) -> frozenset[str]:
+        return read_mask(self._lake)
+
+    def mask(self, user_ids: Collection[str]) -> None:
+        with self._lock:
+            current = read_mask(self._lake)
+            wanted = current | frozenset(user_ids)
+            if wanted != current:
+                write_mask(self._lake, wanted)
+
+    def unmask(self, user_ids: Collection[str]) -> None:
+        with self._lock:
+            current = read_mask(self._lake)
+            wanted = current - frozenset(user_ids)
+            if wanted != current:
+                write_mask(self._lake, wanted)
+
+    def connect(self, *, from_snapshot: bool = False) -> duckdb.DuckDBPyConnection:
+        """The lake's views on a new DuckDB connection (hiding every user being erased, as every
+        connection does)."""
+        return connect(self._lake, from_snapshot=from_snapshot)
+
+    # -- purge and holdings -------------------------------------------------------------------------
+
+    def purge(self, user_ids: Collection[str]) -> int:
+        with self._lock:
+            return purge_users(self._lake, user_ids).total_rows
+
+    def holds(self, user_id: str) -> bool | None:
+        try:
+            return any(self._dataset_holds(name, user_id) for name in PURGED_DATASETS)
+        except (OSError, pa.ArrowException):
+            return None
+
+    def _data_files(self, directory: str) -> list[str]:
+        selector = pafs.FileSelector(self._lake.path(directory), recursive=True, allow_not_found=True)
+        return sorted(
+            info.path
+            for info in self._lake.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+            and info.base_name.endswith(".parquet")
+            and not info.base_name.startswith(("_", "."))
+        )
+
+    def _dataset_holds(self, directory: str, user_id: str) -> bool:
+        files = self._data_files(directory)
+        if not files:
+            return False
+        dataset = ds.dataset(files, filesystem=self._lake.fs, format="parquet")
+        names = set(dataset.schema.names)
+        condition: Any = None
+        if "user_id" in names:
+            condition = ds.field("user_id") == user_id
+        if "pk" in names:
+            by_pk = ds.field("pk") == f"{USER_PK_PREFIX}{user_id}"
+            condition = by_pk if condition is None else (condition | by_pk)
+        if condition is None:
+            return False
+        return bool(dataset.count_rows(filter=condition))

@@ -1,0 +1,233 @@
+"""The composition root: every long-lived part, built from `Settings`, in one module.
+
+The KCL child (`entitlements.child`), the CLI commands and the demo build their parts here and nowhere
+else. Building a part has no side effect on AWS: queues, topics and tables are made by the setup
+commands (`entitlements table create`, `entitlements cleanup setup`, `entitlements erasure setup`),
+never at each child's start; a part whose queue is missing refuses to build (`SetupMissingError`).
+
+What the consumer's handlers are, and in which order they flush, is stated here:
+
+- the journal (a tap for tests), when `consumer.event_journal` is set;
+- the cleanup processor, which hands its outcomes to the lake (`feeds=("lake",)`): the registry flushes
+  it before the lake, whatever the registration order, so its outcomes are durable before the
+  checkpoint;
+- the lake, dropping at landing the events of an account the erasure ledger says is erased.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AWS_TIMEOUTS",
+    "SetupMissingError",
+    "cleanup_handler",
+    "erasure_worker",
+    "handler_registry",
+    "lake_eraser",
+    "lake_handler",
+    "retry_worker",
+    "setup_retry_queues",
+    "shard_consumer",
+]
+
+from typing import Any
+
+from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
+from config import ErasureSettings, Settings
+from entitlements._clients import aws_client
+from pipeline.clock import clock_from_settings
+from pipeline.dead_letter import DeadLetters
+from pipeline.decode import decode_record
+from pipeline.filtering import DroppingUsers
+from pipeline.handlers import HandlerRegistry
+from pipeline.journal import JournalHandler
+from pipeline.parking import ParkedWork
+from pipeline.quarantine import Quarantine
+from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+from processors.cleanup import (
+    DEFAULT_RETRY_QUEUE_NAME,
+    CleanupHandler,
+    HttpArrayClient,
+    RetryQueues,
+    ensure_retry_queues,
+)
+from processors.cleanup.retry_worker import RetryWorker
+from processors.erasure import (
+    LEDGER_DIR_NAME,
+    ConsumerStores,
+    ErasureLedger,
+    ErasureTargets,
+    ErasureWorker,
+    erased_filter,
+)
+from schema.aws_errors import AwsTerminalError, converted
+from schema.errors import TerminalError
+
+# Every AWS call the cleanup makes returns within these, so the handler's time budget holds.
+AWS_TIMEOUTS: dict[str, Any] = {"connect_timeout": 2, "read_timeout": 5}
+_MISSING_QUEUE = "AWS.SimpleQueueService.NonExistentQueue"
+
+
+class SetupMissingError(TerminalError):
+    """A part's queue does not exist: the setup command that makes it has not run. Names the command."""
+
+
+# -- the lake ---------------------------------------------------------------------------------------
+
+
+def lake_handler(settings: Settings, *, name: str = "lake") -> DroppingUsers:
+    """The lake's landing as a handler and outcome sink, dropping the events and outcomes of erased
+    accounts (a replay, or a cleanup parked before the erasure)."""
+    ledger = ErasureLedger.from_settings(settings)
+    landing = LakeHandler(lake_from_settings(settings), settings.lake, name=name)
+    return DroppingUsers(landing, erased_filter(ledger))
+
+
+def lake_eraser(settings: Settings) -> AnalyticsLakeEraser:
+    """The lake side of an erasure (mask, purge, holdings) for the settings' lake."""
+    return AnalyticsLakeEraser(lake_from_settings(settings))
+
+
+# -- the cleanup processor --------------------------------------------------------------------------
+
+
+def _retry_visibility_seconds(settings: Settings) -> int:
+    return int(settings.array.retry_budget_seconds * 3) + 30
+
+
+def setup_retry_queues(settings: Settings, queue_name: str = DEFAULT_RETRY_QUEUE_NAME) -> RetryQueues:
+    """Create (or bring up to date) the cleanup's retry queue and its dead-letter queue: the setup
+    command's job (`entitlements cleanup setup`), never a child's."""
+    sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
+    return ensure_retry_queues(
+        sqs, queue_name, visibility_timeout_seconds=_retry_visibility_seconds(settings)
+    )
+
+
+def _retry_queue_url(sqs: Any, queue_name: str) -> str:
+    """The retry queue's URL, looked up (never created)."""
+    try:
+        with converted("SQS GetQueueUrl"):
+            return str(sqs.get_queue_url(QueueName=queue_name)["QueueUrl"])
+    except AwsTerminalError as failed:
+        if failed.code != _MISSING_QUEUE:
+            raise
+    raise SetupMissingError(
+        "the cleanup retry queue does not exist: run `entitlements cleanup setup` first"
+    ) from None
+
+
+class _CleanupClients:
+    """What the stream handler and the retry worker both call: the table, the retry queue, Array."""
+
+    def __init__(self, settings: Settings, queue_name: str) -> None:
+        self.dynamodb = aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
+        self.sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
+        self.array = HttpArrayClient(settings.array)
+        self.queue_url = _retry_queue_url(self.sqs, queue_name)
+
+
+def cleanup_handler(
+    settings: Settings, sink: Any, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
+) -> CleanupHandler:
+    """The cleanup stream handler, handing its outcomes to `sink` (the lake). Its retry queue must exist."""
+    clients = _CleanupClients(settings, queue_name)
+    return CleanupHandler(
+        dynamodb=clients.dynamodb,
+        sqs=clients.sqs,
+        array=clients.array,
+        table_name=settings.consumer.table_name,
+        retry_queue_url=clients.queue_url,
+        sink=sink,
+        clock=clock_from_settings(settings.clock),
+        concurrency=settings.array.concurrency,
+        retry_budget_seconds=settings.array.retry_budget_seconds,
+    )
+
+
+def retry_worker(
+    settings: Settings, lake: LakeHandler, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
+) -> RetryWorker:
+    """The retry worker, landing its outcomes in `lake` (flushed before a message is acknowledged).
+    Outcomes of erased accounts (a cleanup parked before the erasure) are dropped, as at the consumer."""
+    clients = _CleanupClients(settings, queue_name)
+    return RetryWorker(
+        sqs=clients.sqs,
+        dynamodb=clients.dynamodb,
+        array=clients.array,
+        table_name=settings.consumer.table_name,
+        queue_url=clients.queue_url,
+        sink=DroppingUsers(lake, erased_filter(ErasureLedger.from_settings(settings))),
+        clock=clock_from_settings(settings.clock),
+        flush_outcomes=lake.flush,
+        concurrency=settings.array.concurrency,
+        retry_budget_seconds=settings.array.retry_budget_seconds,
+    )
+
+
+# -- the stream consumer ----------------------------------------------------------------------------
+
+
+def handler_registry(settings: Settings) -> HandlerRegistry:
+    """The consumer's handlers. The cleanup processor declares that it feeds the lake, so the registry
+    flushes it first and its outcomes are durable before the checkpoint."""
+    registry = HandlerRegistry()
+    if settings.consumer.event_journal is not None:
+        registry.register(JournalHandler(settings.consumer.event_journal, settings.consumer.worker_id))
+    lake = lake_handler(settings)
+    registry.register(lake)
+    registry.register(cleanup_handler(settings, sink=lake), feeds=(lake.name,))
+    return registry
+
+
+def shard_consumer(settings: Settings) -> ShardConsumer:
+    """One shard's consumer, as the KCL child runs it."""
+    consumer = settings.consumer
+    if consumer.stream_arn is None:
+        raise SetupMissingError("ENTITLEMENTS_CONSUMER__STREAM_ARN must be set for the KCL child")
+    return ShardConsumer(
+        stream_arn=consumer.stream_arn,
+        handlers=handler_registry(settings),
+        decode=decode_record,
+        quarantine=Quarantine(consumer.quarantine_dir),
+        parked=ParkedWork(consumer.parked_dir),
+        dead_letters=DeadLetters(consumer.dead_letter_dir),
+        stats_dir=consumer.state_dir / "stats",
+        commit=CommitPolicy(consumer.commit_every_records, consumer.commit_interval_seconds),
+        retry=RetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
+    )
+
+
+# -- the erasure subscriber -------------------------------------------------------------------------
+
+
+def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds: int = 20) -> ErasureWorker:
+    """The erasure worker as deployed: clients from the settings (read timeouts no longer than the batch
+    timeout, except SQS's, which must outlast the long poll), the lake's eraser, the consumer's stores
+    and the ledger under `consumer.state_dir`, the settings' clock. Its queues are looked up: `entitlements
+    erasure setup` makes them."""
+    batch = erasure.batch_timeout_seconds
+    bounded = {"connect_timeout": batch, "read_timeout": batch}
+    sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
+    state = settings.consumer.state_dir
+    lake = lake_from_settings(settings)
+    with converted("SQS GetQueueUrl"):
+        queue_url = str(sqs.get_queue_url(QueueName=erasure.queue_name)["QueueUrl"])
+        responses_url = str(sqs.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"])
+    targets = ErasureTargets(
+        dynamodb=aws_client(settings.aws, "dynamodb", **bounded),
+        table_name=settings.consumer.table_name,
+        array=HttpArrayClient(settings.array),
+        lake=AnalyticsLakeEraser(lake),
+        stores=ConsumerStores.from_settings(settings.consumer),
+        ledger=ErasureLedger(state / LEDGER_DIR_NAME, erasure.ledger_key),
+    )
+    return ErasureWorker(
+        settings=erasure,
+        sqs=sqs,
+        cloudwatch=aws_client(settings.aws, "cloudwatch", **bounded),
+        queue_url=queue_url,
+        responses_queue_url=responses_url,
+        targets=targets,
+        clock=clock_from_settings(settings.clock),
+        outcomes=LakeHandler(lake, settings.lake, name="erasure-outcomes"),
+    )

@@ -1,0 +1,38 @@
+"""entitlements/child.py: the KCL child's main() (settings -> compose -> kclpy), without the daemon."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CANARY = "canary-7f3a-secret-value"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_mistyped_secret_stops_the_child_with_the_field_and_never_the_value() -> None:
+    environ = {**os.environ, "ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS": CANARY}
+    done = subprocess.run(
+        [sys.executable, "-m", "entitlements.child"],
+        cwd=REPO,
+        env=environ,
+        input=b"",
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert b"ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS: float_parsing" in done.stderr
+    assert CANARY.encode() not in done.stderr
+
+
+def test_the_child_loads_no_cli_module_at_run_time() -> None:
+    prefixes = ("entitlements.commands", "entitlements.cli", "typer")
+    probe = (
+        f"import sys, entitlements.child; print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == b"[]"
