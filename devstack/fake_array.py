@@ -1,12 +1,8 @@
 """A fake Array API on loopback: real HTTP (werkzeug's threaded server), delete-user only, with fault
 injection and a record of every call, so tests can prove what Array saw.
 
-The delete-user call (the shape `processors.cleanup.HttpArrayClient` sends):
-
-    DELETE /api/user/v2                (or POST /api/user/v2 with `x-http-method: DELETE`)
-    x-array-server-token: <server token>
-    content-type: application/json
-    {"appKey": "<app key>", "userId": "<Array user id>"}
+The delete-user call is `schema.array` (the contract `processors.cleanup.HttpArrayClient` sends); the
+fake answers:
 
     200 {"status": "deleted"}   the user existed and is now gone
     404                         unknown (or already deleted) user
@@ -54,11 +50,10 @@ from typing import Any
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from schema import array as array_wire
+
 DEFAULT_APP_KEY = "local-app-key"
 DEFAULT_SERVER_TOKEN = "local-server-token"  # noqa: S105 (the local stack's documented default)
-DELETE_USER_PATH = "/api/user/v2"
-SERVER_TOKEN_HEADER = "x-array-server-token"  # noqa: S105 (a header name)
-METHOD_OVERRIDE_HEADER = "x-http-method"
 ADMIN_PREFIX = "/__admin"
 
 
@@ -298,7 +293,7 @@ class FakeArrayServer:
         request = Request(environ)
         if request.path.startswith(ADMIN_PREFIX):
             response = self._admin(request)
-        elif request.path == DELETE_USER_PATH:
+        elif request.path == array_wire.DELETE_USER_PATH:
             with self._lock:
                 self._in_flight += 1
                 self._max_in_flight = max(self._max_in_flight, self._in_flight)
@@ -315,9 +310,10 @@ class FakeArrayServer:
     def _delete_user(self, request: Request) -> Response:
         received_at = time.monotonic()
         method = request.method.upper()
-        if method == "POST" and request.headers.get(METHOD_OVERRIDE_HEADER, "").upper() == "DELETE":
-            method = "DELETE"
-        if method != "DELETE":
+        override = request.headers.get(array_wire.METHOD_OVERRIDE_HEADER, "").upper()
+        if method == "POST" and override == array_wire.DELETE_METHOD:
+            method = array_wire.DELETE_METHOD
+        if method != array_wire.DELETE_METHOD:
             return _json(405, {"error": "method_not_allowed"})
         user_id = _user_id(request)
         plan = self.faults
@@ -332,17 +328,17 @@ class FakeArrayServer:
         credentials = self._credentials_refusal()
         if credentials is not None:
             return answer(credentials, "credentials")
-        if request.headers.get(SERVER_TOKEN_HEADER) != self._server_token:
+        if request.headers.get(array_wire.SERVER_TOKEN_HEADER) != self._server_token:
             return answer(401)
         body = _body(request)
-        if body is not None and body.get("appKey") != self._app_key:
+        if body is not None and body.get(array_wire.APP_KEY_FIELD) != self._app_key:
             return answer(403)
         if user_id is None:
             return answer(400)
         throttled, retry_after = self._take_throttle()
         if throttled:
             response = answer(429, "throttle")
-            response.headers["Retry-After"] = retry_after
+            response.headers[array_wire.RETRY_AFTER_HEADER] = retry_after
             return response
         fault = self._draw_fault(plan)
         if fault == "5xx":
@@ -424,7 +420,7 @@ def _body(request: Request) -> dict[str, Any] | None:
 
 def _user_id(request: Request) -> str | None:
     body = _body(request)
-    value = body.get("userId") if body is not None else None
+    value = body.get(array_wire.USER_ID_FIELD) if body is not None else None
     return value if isinstance(value, str) and value else None
 
 

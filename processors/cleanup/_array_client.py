@@ -1,11 +1,6 @@
 """The Array API client: one call, delete-user, on httpx with tenacity retries.
 
-Array's public docs are behind a login; this is the shape we use (the fake Array serves the same):
-
-    DELETE /api/user/v2                (or POST with `x-http-method: DELETE`)
-    x-array-server-token: <server token>
-    content-type: application/json
-    {"appKey": "<app key>", "userId": "<the Array user id = our arrayAccountId>"}
+The wire contract (path, headers, body fields) is `schema.array`, shared with the fake Array.
 
 2xx: deleted. 404: already gone (`ErrArrayUserAlreadyDeleted`, success). 401/403: credentials
 (`ArrayCredentialError`, parks). 429, 5xx and network errors: retried with full-jitter exponential backoff
@@ -18,15 +13,7 @@ in an error or kept in a repr.
 
 from __future__ import annotations
 
-__all__ = [
-    "ARRAY_APP_KEY_FIELD",
-    "ARRAY_DELETE_USER_PATH",
-    "ARRAY_METHOD_OVERRIDE_HEADER",
-    "ARRAY_SERVER_TOKEN_HEADER",
-    "ARRAY_USER_ID_FIELD",
-    "ArrayClient",
-    "HttpArrayClient",
-]
+__all__ = ["ArrayClient", "HttpArrayClient"]
 
 import logging
 import time
@@ -43,14 +30,10 @@ from processors.cleanup._errors import (
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
+from schema import array as array_wire
 
 logger = logging.getLogger(__name__)
 
-ARRAY_DELETE_USER_PATH = "/api/user/v2"
-ARRAY_SERVER_TOKEN_HEADER = "x-array-server-token"  # noqa: S105 (a header name, not a secret)
-ARRAY_METHOD_OVERRIDE_HEADER = "x-http-method"
-ARRAY_APP_KEY_FIELD = "appKey"
-ARRAY_USER_ID_FIELD = "userId"
 
 # An attempt is not started with less time than this left before the deadline.
 _MIN_ATTEMPT_SECONDS = 0.05
@@ -80,7 +63,7 @@ class HttpArrayClient:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._url = settings.base_url.rstrip("/") + ARRAY_DELETE_USER_PATH
+        self._url = settings.base_url.rstrip("/") + array_wire.DELETE_USER_PATH
         self._app_key = settings.app_key
         self._server_token = settings.server_token
         self._timeout = settings.timeout_seconds
@@ -159,12 +142,12 @@ class HttpArrayClient:
             if remaining < _MIN_ATTEMPT_SECONDS:
                 raise ArrayTransientError("budget")
             timeout = min(timeout, remaining)
-        headers = {ARRAY_SERVER_TOKEN_HEADER: self._server_token.get_secret_value()}
-        method = "DELETE"
+        headers = {array_wire.SERVER_TOKEN_HEADER: self._server_token.get_secret_value()}
+        method = array_wire.DELETE_METHOD
         if self._method_override:
-            headers[ARRAY_METHOD_OVERRIDE_HEADER] = "DELETE"
+            headers[array_wire.METHOD_OVERRIDE_HEADER] = array_wire.DELETE_METHOD
             method = "POST"
-        body = {ARRAY_APP_KEY_FIELD: self._app_key.get_secret_value(), ARRAY_USER_ID_FIELD: array_user_id}
+        body = array_wire.delete_user_body(self._app_key.get_secret_value(), array_user_id)
         try:
             response = self._http.request(
                 method, self._url, json=body, headers=headers, timeout=httpx.Timeout(timeout)
@@ -190,7 +173,7 @@ def _raise_for_status(response: httpx.Response) -> None:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
+    value = response.headers.get(array_wire.RETRY_AFTER_HEADER)
     if value is None:
         return None
     try:
