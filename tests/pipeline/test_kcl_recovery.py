@@ -1,4 +1,11 @@
-"""Crash and failover through the real daemon: nothing in the stream is missed, replays keep their ids."""
+"""Crash and failover through the real daemon: nothing in the stream is missed, replays keep their ids.
+
+The crash tests' load holds TTL expiries as well as plain writes: the real child runs its cleanup handler
+against the fake Array (the TTL emulator expires the cancellation records), and the kill lands while
+cleanups are under way. What the lake shows afterwards, read through the project's views, is the
+specification: every stream event once, and one final outcome per expiry, `deleted` wherever Array's log
+shows this processor's delete.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,26 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from analytics import connect, lake_from_settings
+from devstack import _writes as writes
+from devstack.fake_array import FakeArrayServer
+from devstack.moto_server import MotoServer
+from devstack.ttl_emulator import TTL_IDENTITY, TtlEmulator
+from pipeline.clock import SystemClock
+from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
+from schema.table import EntitlementStatus
+from tests.support.dynamodb import client
 from tests.support.kcl import (
     RunningConsumer,
     dynamodb,
@@ -21,22 +44,63 @@ from tests.support.kcl import (
 pytestmark = pytest.mark.kcl
 
 WRITES = 300
+EXPIRIES = 60  # one every fifth write, from the first
+KILL_AFTER_DELETES = 5  # Array deletes seen before the kill: the crash lands among cleanups
 
 
-def write_steadily(endpoint: str, table: str, count: int, per_second: float) -> threading.Thread:
+@dataclass
+class CrashStack:
+    consumer: RunningConsumer
+    array: FakeArrayServer
+    emulator: TtlEmulator
+    endpoint: str
+
+    @property
+    def table(self) -> str:
+        return self.consumer.settings.consumer.table_name
+
+
+@contextmanager
+def crash_stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[CrashStack]:
+    """The real child with its cleanup handler on the fake Array, and the TTL emulator on the table."""
+    endpoint = moto_server.endpoint
+    ensure_retry_queues(client(endpoint, "sqs"), DEFAULT_RETRY_QUEUE_NAME)  # the setup command's job
+    with (
+        FakeArrayServer(host="127.0.0.1", port=0) as array,
+        running_consumer(
+            endpoint,
+            tmp_path,
+            array={"base_url": array.url, "retry_budget_seconds": 5.0, "max_attempts": 2},
+        ) as consumer,
+    ):
+        emulator = TtlEmulator(
+            SystemClock(),
+            interval_seconds=0.2,
+            lock=moto_server.dynamodb_lock,
+            table_names=[consumer.settings.consumer.table_name],
+        )
+        with emulator:
+            yield CrashStack(consumer, array, emulator, endpoint)
+
+
+def put_load_row(table: Any, table_name: str, i: int) -> None:
+    table.put_item(
+        TableName=table_name,
+        Item={
+            "pk": {"S": f"USER#load-{i}"},
+            "sk": {"S": "ENTITLEMENT#acct"},
+            "userId": {"S": f"load-{i}"},
+            "arrayAccountId": {"S": "acct"},
+            "status": {"S": "Active"},
+        },
+    )
+
+
+def write_steadily(endpoint: str, table_name: str, count: int, per_second: float) -> threading.Thread:
     def run() -> None:
-        client = dynamodb(endpoint)
+        table = dynamodb(endpoint)
         for i in range(count):
-            client.put_item(
-                TableName=table,
-                Item={
-                    "pk": {"S": f"USER#load-{i}"},
-                    "sk": {"S": "ENTITLEMENT#acct"},
-                    "userId": {"S": f"load-{i}"},
-                    "arrayAccountId": {"S": "acct"},
-                    "status": {"S": "Active"},
-                },
-            )
+            put_load_row(table, table_name, i)
             time.sleep(1 / per_second)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -44,15 +108,88 @@ def write_steadily(endpoint: str, table: str, count: int, per_second: float) -> 
     return thread
 
 
-def start_load_once_consuming(endpoint: str, consumer: RunningConsumer) -> threading.Thread:
-    """Wait until the daemon delivers, then write steadily, so that a kill lands in the middle of the load."""
-    table = consumer.settings.consumer.table_name
-    write_steadily(endpoint, table, 1, per_second=100).join()
-    consumer.wait_for(lambda evs: len(evs) >= 1)
-    return write_steadily(endpoint, table, WRITES, per_second=30)
+def write_steadily_with_expiries(stack: CrashStack, count: int, per_second: float) -> threading.Thread:
+    """`count` plain writes; before every fifth, `EXPIRIES` times, a signup (its account known to Array)
+    cancelled at once with a TTL a second ahead, so that its cancellation record expires during the load."""
+
+    def run() -> None:
+        table = dynamodb(stack.endpoint)
+        expiring = 0
+        for i in range(count):
+            if i % 5 == 0 and expiring < EXPIRIES:
+                user, account = f"expiring-{i}", f"acct-expiring-{i}"
+                now = datetime.now(UTC)
+                stack.array.add_users([account])
+                row = writes.entitlement_row(
+                    user, account, status=EntitlementStatus.ACTIVE, processor_token="tok", now=now
+                )
+                table.put_item(**writes.signup_put(stack.table, row))
+                ttl = {"N": str(int(now.timestamp()) + 1)}
+                table.transact_write_items(
+                    TransactItems=writes.cancellation_transaction(
+                        stack.table, user, account, ttl=ttl, now=now
+                    )
+                )
+                expiring += 1
+            put_load_row(table, stack.table, i)
+            time.sleep(1 / per_second)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def start_load_until_cleanups_run(stack: CrashStack) -> threading.Thread:
+    """Wait until the daemon delivers, then write steadily with expiries; return once Array has deleted
+    `KILL_AFTER_DELETES` accounts, so that a kill now lands in the middle of the load and its cleanups."""
+    write_steadily(stack.endpoint, stack.table, 1, per_second=100).join()
+    stack.consumer.wait_for(lambda evs: len(evs) >= 1)
+    writer = write_steadily_with_expiries(stack, WRITES, per_second=30)
+    deadline = time.monotonic() + 120
+    while len(stack.array.deleted_users()) < KILL_AFTER_DELETES:
+        assert time.monotonic() < deadline, "no cleanup reached Array"
+        time.sleep(0.02)
+    return writer
+
+
+def expiries_in_stream(records: list[dict[str, Any]]) -> dict[str, str]:
+    """The stream's TTL deletions of cleanup records: event id -> the account each names."""
+    return {
+        r["eventID"]: r["dynamodb"]["OldImage"]["arrayAccountId"]["S"]
+        for r in records
+        if r["eventName"] == "REMOVE" and r.get("userIdentity") == TTL_IDENTITY
+    }
+
+
+def lake_events(stack: CrashStack) -> Counter[tuple[str, str]]:
+    """(event id, sequence number) -> how many times the lake's `changes` view holds it."""
+    with connect(lake_from_settings(stack.consumer.settings)) as con:
+        rows = con.execute("SELECT event_id, sequence_number FROM changes").fetchall()
+    return Counter((str(event_id), str(sequence)) for event_id, sequence in rows)
+
+
+def final_outcomes(stack: CrashStack) -> dict[str, list[str]]:
+    """Source event id -> the final cleanup outcomes the lake's `outcomes` view holds for it."""
+    finals = sorted(kind.value for kind in FINAL_CLEANUP_OUTCOMES)
+    with connect(lake_from_settings(stack.consumer.settings)) as con:
+        rows = con.execute(
+            "SELECT source_event_id, kind FROM outcomes WHERE kind IN (SELECT unnest(?))", [finals]
+        ).fetchall()
+    found: dict[str, list[str]] = {}
+    for source, kind in rows:
+        found.setdefault(str(source), []).append(str(kind))
+    return found
+
+
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
 
 
 def assert_nothing_missed(endpoint: str, consumer: RunningConsumer) -> list[dict[str, object]]:
+    """Every stream event in the journal, a replayed one with its own id and position."""
     stream = {
         r["eventID"]: r["dynamodb"]["SequenceNumber"] for r in stream_contents(endpoint, consumer.stream_arn)
     }
@@ -64,29 +201,63 @@ def assert_nothing_missed(endpoint: str, consumer: RunningConsumer) -> list[dict
     return events
 
 
-def test_killing_the_python_child_mid_run_misses_nothing(moto_endpoint: str, tmp_path: Path) -> None:
-    with running_consumer(moto_endpoint, tmp_path) as consumer:
-        writer = start_load_once_consuming(moto_endpoint, consumer)
-        consumer.wait_for(lambda evs: len(evs) >= 60)
-        daemon = consumer.daemons["worker-1"]
+def assert_lake_complete_and_one_final_outcome_per_expiry(stack: CrashStack) -> None:
+    """Once the load has run out: every stream event in the lake's `changes` exactly once, and exactly
+    one final outcome per expiry in its `outcomes`, `deleted` wherever Array's log shows the delete."""
+    wait_until(lambda: stack.emulator.deleted_total >= EXPIRIES, 120, "the expiries")
+    expiries = expiries_in_stream(stream_contents(stack.endpoint, stack.consumer.stream_arn))
+    assert len(expiries) == EXPIRIES
+    wait_until(lambda: set(expiries) <= set(final_outcomes(stack)), 240, "a final outcome per expiry")
+    # The cleanups' own writes (rows marked Removed) are in the stream by now.
+    stream = stream_contents(stack.endpoint, stack.consumer.stream_arn)
+    expected = {(r["eventID"], r["dynamodb"]["SequenceNumber"]) for r in stream}
+    assert len(expected) >= WRITES + 5 * EXPIRIES
+    wait_until(lambda: expected <= set(lake_events(stack)), 240, "every stream event in the lake")
+
+    landed = lake_events(stack)
+    assert set(landed) == expected  # nothing lost, nothing foreign
+    assert {event: n for event, n in landed.items() if n != 1} == {}  # nothing duplicated
+
+    outcomes = final_outcomes(stack)
+    deleted_here = {call.user_id for call in stack.array.calls() if call.deleted}
+    assert deleted_here == set(expiries.values())  # every expiry's account deleted, by this processor
+    assert {e: kinds for e, kinds in outcomes.items() if e in expiries and len(kinds) != 1} == {}
+    # Each expiry whose account this processor deleted, with its final outcomes and Array's answers.
+    not_deleted = {
+        event_id: (outcomes[event_id], [call.status for call in stack.array.calls_for(account)])
+        for event_id, account in expiries.items()
+        if account in deleted_here and outcomes[event_id] != [OutcomeKind.CLEANUP_DELETED.value]
+    }
+    assert not_deleted == {}
+
+
+def test_killing_the_python_child_mid_run_misses_nothing_and_leaves_one_final_outcome_per_expiry(
+    moto_server: MotoServer, tmp_path: Path
+) -> None:
+    with crash_stack(moto_server, tmp_path) as stack:
+        writer = start_load_until_cleanups_run(stack)
+        daemon = stack.consumer.daemons["worker-1"]
         for pid in python_children(daemon):
             os.kill(pid, signal.SIGKILL)
         # A dead child takes the daemon down with it (the multilang contract); the supervisor restarts it.
         daemon.wait(timeout=120)
+        stack.consumer.start_worker("worker-1")
         writer.join()
-        consumer.start_worker("worker-1")
-        events = assert_nothing_missed(moto_endpoint, consumer)
+        assert_lake_complete_and_one_final_outcome_per_expiry(stack)
+        events = assert_nothing_missed(stack.endpoint, stack.consumer)  # the stream is still now
         assert len({e["pid"] for e in events}) >= 2  # a new child delivered the rest
 
 
-def test_killing_the_jvm_mid_run_misses_nothing(moto_endpoint: str, tmp_path: Path) -> None:
-    with running_consumer(moto_endpoint, tmp_path) as consumer:
-        writer = start_load_once_consuming(moto_endpoint, consumer)
-        consumer.wait_for(lambda evs: len(evs) >= 60)
-        consumer.daemons["worker-1"].kill()
+def test_killing_the_jvm_mid_run_misses_nothing_and_leaves_one_final_outcome_per_expiry(
+    moto_server: MotoServer, tmp_path: Path
+) -> None:
+    with crash_stack(moto_server, tmp_path) as stack:
+        writer = start_load_until_cleanups_run(stack)
+        stack.consumer.daemons["worker-1"].kill()
+        stack.consumer.start_worker("worker-1")
         writer.join()
-        consumer.start_worker("worker-1")
-        events = assert_nothing_missed(moto_endpoint, consumer)
+        assert_lake_complete_and_one_final_outcome_per_expiry(stack)
+        events = assert_nothing_missed(stack.endpoint, stack.consumer)  # the stream is still now
         assert len({e["pid"] for e in events}) >= 2  # two different child processes delivered them
 
 
