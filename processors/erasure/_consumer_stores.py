@@ -1,34 +1,74 @@
-"""The consumer's own copies of stream records: its quarantine (records it could not decode) and its
-parked work (batches a handler could not flush), both under `settings.consumer.state_dir`.
+"""The consumer's own copies of stream records, all under `settings.consumer.state_dir`: its quarantine
+(records it could not decode), its dead letters (records a handler refused for their own content) and
+its parked work (batches a handler could not flush).
 
-Both hold raw stream records (base64 of the JSON of the whole record). A record belongs to a user when
-`pipeline.decode.decode_record` types it with that user id. A quarantined record is one that did not
-decode, so when decoding fails the raw bytes are searched instead: the record belongs to the user when it
-contains the partition key `USER#<id>` or the id as a JSON string (over-matching a record that merely
-names the id is the safe side for an erasure).
+Each holds raw stream records. Whether one is an erased user's is `ErasedKeys.record_belongs`: the
+user its event names when it decodes, else a match of its bytes and their JSON-unescaped text against
+the erased keys. No content can stop the erasure: a record that cannot be ruled out is erased.
 
-Erasing deletes a quarantined record's file, and rewrites a parked batch without the user's records (a
-new file first, then the old one removed, so a crash in between leaves a duplicate the replay tolerates,
-never a loss); a batch left empty is removed.
+Erasing deletes a quarantined or dead-lettered record's file, and rewrites a parked batch without the
+user's records (a new file first, then the old one removed, so a crash in between leaves a duplicate the
+replay tolerates, never a loss); a batch left empty is removed. A store file that cannot be read as a
+store document (damaged, hand-edited) ends the store's listing, so the files it had not listed yet are
+matched whole, on their bytes, their unescaped text and every base64 text in them (the raw records are
+kept in base64), and removed when they name a key: a parked batch whole, whatever else it holds, since
+its records cannot be told apart without reading it. Over-matching is the safe side.
+
+A file that cannot be read or written (a full disk, a read-only state directory) raises
+`ErasureStateError`, retryable: the ERASE is left for SQS to redeliver.
 """
 
 from __future__ import annotations
 
 __all__ = ["ConsumerStores", "StoreCounts"]
 
-import json
+import base64
+import binascii
 import logging
-from collections.abc import Collection, Iterable
+import re
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
-from pipeline.decode import decode_record
-from pipeline.errors import DecodeError
-from pipeline.parking import ParkedWork, RawRecord
-from pipeline.quarantine import Quarantine, QuarantinedRecord, safe_name, sequence_file_stem
-from schema.table import USER_PK_PREFIX
+from config import ConsumerSettings
+from pipeline.dead_letter import DeadLetters
+from pipeline.parking import ParkedBatch, ParkedWork, RawRecord
+from pipeline.quarantine import Quarantine
+from processors.erasure._errors import state_files
+from processors.erasure._record_match import ErasedKeys
 
 logger = logging.getLogger(__name__)
+
+# A JSON string of base64 text, long enough to hold a record (a stored record's `raw_base64`).
+_BASE64_TEXT = re.compile(rb'"([A-Za-z0-9+/]{16,}={0,2})')
+
+
+class _Stored(Protocol):
+    """A quarantined or dead-lettered record."""
+
+    @property
+    def raw(self) -> bytes: ...
+    @property
+    def stream_arn(self) -> str: ...
+    @property
+    def shard_id(self) -> str: ...
+    @property
+    def sequence_number(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+
+
+_R = TypeVar("_R", bound=_Stored)
+
+
+class _RecordStore(Protocol[_R]):
+    """The quarantine or the dead letters: one record a file."""
+
+    @property
+    def root(self) -> Path: ...
+    def __iter__(self) -> Iterator[_R]: ...
+    def remove(self, record: _R) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,134 +76,204 @@ class StoreCounts:
     quarantined_removed: int = 0
     parked_records_removed: int = 0
     parked_files_changed: int = 0
+    dead_letters_removed: int = 0
+    unreadable_files_removed: int = 0
 
 
-def _needles(user_ids: Iterable[str]) -> tuple[bytes, ...]:
-    needles: list[bytes] = []
-    for user_id in user_ids:
-        quoted = json.dumps(user_id)  # the id as JSON writes it, escapes included
-        needles.append(json.dumps(f"{USER_PK_PREFIX}{user_id}")[1:-1].encode())
-        needles.append(quoted.encode())
-    return tuple(needles)
+def _names_in_file(keys: ErasedKeys, data: bytes) -> bool:
+    """Whether a store file that cannot be read as a document names one of the keys."""
+    if keys.named_in(data):
+        return True
+    for match in _BASE64_TEXT.finditer(data):
+        text = match.group(1)
+        text = text[: len(text) - len(text) % 4]  # a truncated file keeps its whole quanta
+        try:
+            decoded = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if keys.named_in(decoded):
+            return True
+    return False
 
 
-def _belongs(
-    raw: bytes,
-    user_ids: Collection[str],
-    needles: tuple[bytes, ...],
-    *,
-    stream_arn: str,
-    shard_id: str,
-    sequence_number: str,
-) -> bool:
-    try:
-        event = decode_record(raw, stream_arn=stream_arn, shard_id=shard_id, sequence_number=sequence_number)
-    except DecodeError:
-        return any(needle in raw for needle in needles)
-    return event.user_id is not None and event.user_id in user_ids
+def _unlisted(root: Path, listed: Collection[Path]) -> Iterator[Path]:
+    """The store files under `root` not in `listed`; temporary files of a write in progress (`.*.tmp`)
+    are never among them."""
+    if not root.exists():
+        return
+    for path in sorted(root.rglob("*.json")):
+        if path not in listed and path.is_file():
+            yield path
+
+
+def _unreadable_removed(root: Path, keys: ErasedKeys, listed: Collection[Path]) -> int:
+    """The store files the store did not list, matched whole; those naming a key are removed."""
+    removed = 0
+    for path in _unlisted(root, listed):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        if _names_in_file(keys, data):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 class ConsumerStores:
-    """The quarantine at `quarantine_dir` and the parked work at `parked_dir` (ConsumerSettings')."""
+    """The quarantine at `quarantine_dir`, the parked work at `parked_dir` and the dead letters at
+    `dead_letter_dir`: `from_settings` takes all three from the consumer's settings."""
 
-    def __init__(self, quarantine_dir: Path, parked_dir: Path) -> None:
-        self._quarantine_dir = quarantine_dir
+    def __init__(self, quarantine_dir: Path, parked_dir: Path, dead_letter_dir: Path) -> None:
+        self._quarantine = Quarantine(quarantine_dir)
+        self._parked = ParkedWork(parked_dir)
         self._parked_dir = parked_dir
+        self._dead_letters = DeadLetters(dead_letter_dir)
 
-    def erase(self, user_ids: Collection[str]) -> StoreCounts:
-        """Remove these users' records from both stores. Idempotent."""
-        ids = frozenset(user_ids)
-        if not ids:
+    @classmethod
+    def from_settings(cls, consumer: ConsumerSettings) -> ConsumerStores:
+        """The deployed stores, where the consumer keeps them."""
+        return cls(consumer.quarantine_dir, consumer.parked_dir, consumer.dead_letter_dir)
+
+    def erase(self, user_ids: Collection[str], *, array_account_ids: Iterable[str] = ()) -> StoreCounts:
+        """Remove these users' records from every store. `array_account_ids`: the Array accounts the
+        erasure found in their rows, matched too in records that do not decode. Idempotent."""
+        keys = ErasedKeys.of(user_ids, array_account_ids)
+        if not keys:
             return StoreCounts()
-        needles = _needles(sorted(ids))
-        quarantined = self._erase_quarantined(ids, needles)
-        removed, changed = self._erase_parked(ids, needles)
-        counts = StoreCounts(quarantined, removed, changed)
-        if quarantined or removed:
+        with state_files("consumer-stores"):
+            quarantined, unreadable_q = self._erase_records(self._quarantine, keys)
+            dead, unreadable_d = self._erase_records(self._dead_letters, keys)
+            removed, changed, unreadable_p = self._erase_parked(keys)
+        counts = StoreCounts(quarantined, removed, changed, dead, unreadable_q + unreadable_d + unreadable_p)
+        if quarantined or removed or dead or counts.unreadable_files_removed:
             logger.info(
                 "erasure removed consumer copies",
-                extra={"quarantined": quarantined, "parked_records": removed, "parked_files": changed},
+                extra={
+                    "quarantined": quarantined,
+                    "parked_records": removed,
+                    "parked_files": changed,
+                    "dead_letters": dead,
+                    "unreadable_files": counts.unreadable_files_removed,
+                },
             )
         return counts
 
     def holds(self, user_id: str) -> bool:
-        """Whether either store holds a record of this user."""
-        ids = frozenset((user_id,))
-        needles = _needles((user_id,))
-        for record in Quarantine(self._quarantine_dir):
-            if self._quarantined_belongs(record, ids, needles):
-                return True
-        for batch in ParkedWork(self._parked_dir):
-            for raw in batch.records:
-                if _belongs(
-                    raw.data,
-                    ids,
-                    needles,
-                    stream_arn=batch.stream_arn,
-                    shard_id=batch.shard_id,
-                    sequence_number=raw.sequence_number,
-                ):
-                    return True
-        return False
+        """Whether any store holds a record of this user (a file no store can read counts when it
+        names the user)."""
+        keys = ErasedKeys.of((user_id,))
+        if not keys:
+            return False
+        with state_files("consumer-stores-read"):
+            return (
+                self._records_hold(self._quarantine, keys)
+                or self._records_hold(self._dead_letters, keys)
+                or self._parked_holds(keys)
+            )
+
+    # -- quarantine and dead letters: one record a file ---------------------------------------------
 
     @staticmethod
-    def _quarantined_belongs(
-        record: QuarantinedRecord, ids: Collection[str], needles: tuple[bytes, ...]
-    ) -> bool:
-        return _belongs(
-            record.raw,
-            ids,
-            needles,
-            stream_arn=record.stream_arn,
-            shard_id=record.shard_id,
-            sequence_number=record.sequence_number,
-        )
-
-    def _erase_quarantined(self, ids: Collection[str], needles: tuple[bytes, ...]) -> int:
+    def _erase_records(store: _RecordStore[_R], keys: ErasedKeys) -> tuple[int, int]:
+        """(records removed, unreadable files removed)."""
         removed = 0
-        for record in Quarantine(self._quarantine_dir):
-            if not self._quarantined_belongs(record, ids, needles):
-                continue
-            # Quarantine names each file by shard and sequence number (pipeline.quarantine's helpers).
-            path = (
-                self._quarantine_dir
-                / safe_name(record.shard_id)
-                / f"{sequence_file_stem(record.sequence_number)}.json"
-            )
-            path.unlink(missing_ok=True)
-            removed += 1
-        return removed
+        listed: set[Path] = set()
+        try:
+            for record in store:
+                listed.add(record.path)
+                if _belongs(keys, record):
+                    store.remove(record)
+                    removed += 1
+        except OSError:
+            raise
+        except Exception:  # a file the store cannot read: the rest are read whole instead
+            return removed, _unreadable_removed(store.root, keys, listed)
+        return removed, 0
 
-    def _erase_parked(self, ids: Collection[str], needles: tuple[bytes, ...]) -> tuple[int, int]:
-        parked = ParkedWork(self._parked_dir)
+    @staticmethod
+    def _records_hold(store: _RecordStore[_R], keys: ErasedKeys) -> bool:
+        listed: set[Path] = set()
+        try:
+            for record in store:
+                listed.add(record.path)
+                if _belongs(keys, record):
+                    return True
+        except OSError:
+            raise
+        except Exception:
+            return _any_unreadable_names(store.root, keys, listed)
+        return False
+
+    # -- parked work: batches of records ------------------------------------------------------------
+
+    def _erase_parked(self, keys: ErasedKeys) -> tuple[int, int, int]:
+        """(records removed, files changed, unreadable files removed)."""
         removed = changed = 0
-        for batch in list(parked):
-            kept: list[RawRecord] = [
-                raw
-                for raw in batch.records
-                if not _belongs(
-                    raw.data,
-                    ids,
-                    needles,
-                    stream_arn=batch.stream_arn,
-                    shard_id=batch.shard_id,
-                    sequence_number=raw.sequence_number,
-                )
-            ]
-            if len(kept) == len(batch.records):
-                continue
-            removed += len(batch.records) - len(kept)
-            changed += 1
-            if kept:
-                new_path = parked.park(
-                    handler=batch.handler,
-                    stream_arn=batch.stream_arn,
-                    shard_id=batch.shard_id,
-                    records=kept,
-                    reason=batch.reason,
-                )
-                if new_path != batch.path:
-                    parked.remove(batch)
-            else:
-                parked.remove(batch)
-        return removed, changed
+        listed: set[Path] = set()
+        try:
+            for batch in self._parked:
+                listed.add(batch.path)
+                kept = [raw for raw in batch.records if not _parked_belongs(keys, batch, raw)]
+                if len(kept) == len(batch.records):
+                    continue
+                removed += len(batch.records) - len(kept)
+                changed += 1
+                self._rewrite(batch, kept)
+        except OSError:
+            raise
+        except Exception:  # a batch the store cannot read: read whole instead
+            return removed, changed, _unreadable_removed(self._parked_dir, keys, listed)
+        return removed, changed, 0
+
+    def _rewrite(self, batch: ParkedBatch, kept: list[RawRecord]) -> None:
+        if not kept:
+            self._parked.remove(batch)
+            return
+        new_path = self._parked.park(
+            handler=batch.handler,
+            stream_arn=batch.stream_arn,
+            shard_id=batch.shard_id,
+            records=kept,
+            reason=batch.reason,
+        )
+        if new_path != batch.path:
+            self._parked.remove(batch)
+
+    def _parked_holds(self, keys: ErasedKeys) -> bool:
+        listed: set[Path] = set()
+        try:
+            for batch in self._parked:
+                listed.add(batch.path)
+                if any(_parked_belongs(keys, batch, raw) for raw in batch.records):
+                    return True
+        except OSError:
+            raise
+        except Exception:
+            return _any_unreadable_names(self._parked_dir, keys, listed)
+        return False
+
+
+def _belongs(keys: ErasedKeys, record: _Stored) -> bool:
+    return keys.record_belongs(
+        record.raw,
+        stream_arn=record.stream_arn,
+        shard_id=record.shard_id,
+        sequence_number=record.sequence_number,
+    )
+
+
+def _parked_belongs(keys: ErasedKeys, batch: ParkedBatch, raw: RawRecord) -> bool:
+    return keys.record_belongs(
+        raw.data, stream_arn=batch.stream_arn, shard_id=batch.shard_id, sequence_number=raw.sequence_number
+    )
+
+
+def _any_unreadable_names(root: Path, keys: ErasedKeys, listed: Collection[Path]) -> bool:
+    for path in _unlisted(root, listed):
+        try:
+            if _names_in_file(keys, path.read_bytes()):
+                return True
+        except FileNotFoundError:
+            continue
+    return False

@@ -7,12 +7,15 @@ from __future__ import annotations
 __all__ = [
     "ErasureConfigError",
     "ErasurePassAttributeError",
+    "ErasureStateError",
     "ErasureStepError",
     "ErasureTimeoutError",
     "aws_error_code",
     "converted",
+    "state_files",
 ]
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -44,6 +47,13 @@ class ErasureStepError(RetryableError):
         super().__init__(f"erasure step {step} failed ({code})")
 
 
+class ErasureStateError(ErasureStepError):
+    """A file of the store's state (the erasure ledger, the consumer's quarantine, parked work and dead
+    letters) could not be read or written: a full disk, a read-only state directory. Retryable like any
+    failed step: the message is left for SQS to redeliver and the worker keeps running. Its code is the
+    errno name (`ENOSPC`, `EROFS`), never a path."""
+
+
 class ErasureTimeoutError(RetryableError):
     """A step would run past the handler timeout, or one call outlasted the batch timeout."""
 
@@ -65,3 +75,16 @@ def converted(step: str) -> Iterator[None]:
         code = error.code
     if code is not None:
         raise ErasureStepError(step, code) from None
+
+
+@contextmanager
+def state_files(step: str) -> Iterator[None]:
+    """Convert an `OSError` raised inside (where the state files are read and written) into
+    `ErasureStateError(step, errno name)`, once. `from None`: its text names a path."""
+    code: str | None = None
+    try:
+        yield
+    except OSError as error:
+        code = errno.errorcode.get(error.errno or 0) or type(error).__name__
+    if code is not None:
+        raise ErasureStateError(step, code) from None

@@ -7,13 +7,14 @@ cannot be tied back to an account; with it, a reader that already holds a user i
 account was erased, which is all the ledger answers.
 
 Where it lives: one small JSON file per entry, `<state_dir>/erasure-ledger/<hmac>.json`, owner-only,
-written whole (temporary file, fsync, rename, directory fsync). It sits outside the entitlements table on
-purpose (the table is what is being erased, and its stream would carry the ledger back into the lake),
-beside the consumer's quarantine and parked work, so the consumer and the worker must share
-`consumer.state_dir` (one host or one shared volume). Entries are never removed: the landing filter
-drops an erased account's events for as long as the ledger exists, which covers the stream's 24-hour
-retention plus the consumer's maximum lag (and any later replay) by construction. Do not rotate the
-ledger key: entries written under an old key are no longer recognised.
+written whole (temporary file, fsync, rename, directory fsync); one that cannot be read or written (a
+full disk, a read-only state directory) raises `ErasureStateError`, retryable. It sits outside the
+entitlements table on purpose (the table is what is being erased, and its stream would carry the ledger
+back into the lake), beside the consumer's quarantine, parked work and dead letters, so the consumer and
+the worker must share `consumer.state_dir` (one host or one shared volume). Entries are never removed:
+the landing filter drops an erased account's events for as long as the ledger exists, which covers the
+stream's 24-hour retention plus the consumer's maximum lag (and any later replay) by construction. Do
+not rotate the ledger key: entries written under an old key are no longer recognised.
 
 Readers:
 - the lake's landing: `erased_filter(ledger)` is a `Callable[[str | None], bool]` answering True for an
@@ -41,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from config import Settings
 from pipeline._files import private_dir, write_private_file
+from processors.erasure._errors import state_files
 
 LEDGER_DIR_NAME = "erasure-ledger"
 _ID_LENGTH = 64
@@ -158,15 +160,17 @@ class ErasureLedger:
         return self._root / f"{ledger_id}.json"
 
     def _read(self, ledger_id: str) -> LedgerEntry | None:
-        try:
-            data = self._path(ledger_id).read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
-            return LedgerEntry.model_validate_json(data, strict=False)
-        except ValidationError:
-            # A damaged entry still says the account was erased; the next write repairs it.
-            return LedgerEntry(started_at=datetime.fromtimestamp(self._path(ledger_id).stat().st_mtime, UTC))
+        with state_files("ledger"):
+            try:
+                data = self._path(ledger_id).read_bytes()
+            except FileNotFoundError:
+                return None
+            try:
+                return LedgerEntry.model_validate_json(data, strict=False)
+            except ValidationError:
+                # A damaged entry still says the account was erased; the next write repairs it.
+                mtime = self._path(ledger_id).stat().st_mtime
+                return LedgerEntry(started_at=datetime.fromtimestamp(mtime, UTC))
 
     def _ensure_root(self) -> None:
         if self._root_ready:
@@ -175,9 +179,10 @@ class ErasureLedger:
         self._root_ready = True
 
     def _write(self, ledger_id: str, entry: LedgerEntry) -> None:
-        self._ensure_root()
         data = json.dumps(entry.model_dump(mode="json"), sort_keys=True).encode()
-        write_private_file(self._path(ledger_id), data)
+        with state_files("ledger"):
+            self._ensure_root()
+            write_private_file(self._path(ledger_id), data)
 
 
 def erased_filter(ledger: ErasureLedger) -> Callable[[str | None], bool]:

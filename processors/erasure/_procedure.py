@@ -12,7 +12,9 @@ name the Array accounts; the table outlives everything it names):
    partition key;
 5. its rows in every lake dataset: masked at once, then purged in one batched rewrite for every account
    of the received batch;
-6. its quarantined records and parked work.
+6. its quarantined records, dead letters and parked work (`ConsumerStores`: on any content, a record
+   that cannot be decoded is matched on its text against the user id, `USER#<id>` and the Array
+   accounts step 2 found).
 
 A step that fails stops that account's erasure (later steps would lose the map) and leaves its message for
 SQS to redeliver; every step is idempotent, so a redelivered message starts again from step 1 harmlessly.
@@ -25,7 +27,7 @@ __all__ = ["AccountErasure", "ErasureTargets"]
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pipeline.clock import Clock
@@ -39,7 +41,7 @@ from processors.cleanup import (
 from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._clients import DynamoDBTableClient
 from processors.erasure._consumer_stores import ConsumerStores
-from processors.erasure._errors import ErasureStepError
+from processors.erasure._errors import ErasureStepError, state_files
 from processors.erasure._lake import LakeEraser
 from processors.erasure._ledger import ErasureLedger
 from processors.erasure._table import UserTable
@@ -71,6 +73,8 @@ class EraseCounts:
     other_items: int = 0
     lake_rows: int = 0
     consumer_copies: int = 0
+    # The Array accounts the rows named (matched in the consumer's copies; never logged).
+    array_account_ids: list[str] = field(default_factory=list)
 
 
 def _code(error: BaseException) -> str:
@@ -122,6 +126,7 @@ class AccountErasure:
             counts.cleanup_records += outcome.cleanup_records
             counts.entitlement_rows += outcome.entitlement_rows
             counts.other_items += outcome.other_items
+            counts.array_account_ids += outcome.array_account_ids
         ready = [user_id for user_id, error in results.items() if error is None]
         if ready:
             try:
@@ -154,6 +159,7 @@ class AccountErasure:
         for account in items.array_account_ids:
             self._delete_array_account(account, deadline)
             counts.array_accounts += 1
+            counts.array_account_ids.append(account)
         counts.cleanup_records = self._table.delete(items.cleanup_keys, deadline, step="cleanup-records")
         counts.entitlement_rows = self._table.delete(
             items.entitlement_keys, deadline, step="entitlement-rows"
@@ -177,20 +183,31 @@ class AccountErasure:
 
     def _erase_copies(self, user_ids: list[str], deadline: Deadline, counts: EraseCounts) -> None:
         t = self._t
-        self._guarded("lake-mask", lambda: t.lake.mask(user_ids), deadline)
-        counts.lake_rows += self._guarded("lake-purge", lambda: t.lake.purge(user_ids), deadline)
-        stores = self._guarded("consumer-stores", lambda: t.stores.erase(user_ids), deadline)
-        counts.consumer_copies += stores.quarantined_removed + stores.parked_records_removed
+        self.guarded("lake-mask", lambda: t.lake.mask(user_ids), deadline)
+        counts.lake_rows += self.guarded("lake-purge", lambda: t.lake.purge(user_ids), deadline)
+        accounts = counts.array_account_ids
+        stores = self.guarded(
+            "consumer-stores", lambda: t.stores.erase(user_ids, array_account_ids=accounts), deadline
+        )
+        counts.consumer_copies += (
+            stores.quarantined_removed
+            + stores.parked_records_removed
+            + stores.dead_letters_removed
+            + stores.unreadable_files_removed
+        )
 
-    def _guarded(self, step: str, fn: Callable[[], _T], deadline: Deadline) -> _T:
-        """`fn()` bounded by the batch timeout, any failure converted to `ErasureStepError(step, ...)`."""
+    def guarded(self, step: str, fn: Callable[[], _T], deadline: Deadline) -> _T:
+        """`fn()` bounded by the batch timeout, any failure converted once: an `OSError` (a full disk, a
+        read-only state directory) to `ErasureStateError(step, errno name)`, anything else to
+        `ErasureStepError(step, class name)`. Both are retryable."""
 
         def run() -> _T:
             try:
-                return fn()
+                with state_files(step):
+                    return fn()
             except EntitlementsError:
                 raise
-            except Exception as error:  # a store's own failure (OSError, Arrow): its class only
+            except Exception as error:  # a store's own failure (Arrow, DuckDB): its class only
                 raise ErasureStepError(step, type(error).__name__) from None
 
         return self._calls.call(step, run, deadline, self._batch)
@@ -211,7 +228,7 @@ class AccountErasure:
         )
         for step, read, bound_here in parts:
             try:
-                held = self._guarded(step, read, deadline) if bound_here else read()
+                held = self.guarded(step, read, deadline) if bound_here else read()
             except EntitlementsError as error:
                 unreadable.append(f"{step}:{_code(error)}")
                 continue

@@ -18,7 +18,9 @@ Two passes: the first pass re-enqueues the message's own body on the store's que
 fields; the attribute is on the store's own copy, never on the topic), then deletes the original. The
 second pass repeats the whole erasure (catching what landed in between), completes the ledger entry,
 unmasks the account in the lake, records an `erasure.completed` outcome and sends the ACK (DONE, echoing
-sendNo). Any message that fails is left for redelivery; every step is idempotent.
+sendNo). Any message that fails is left for redelivery; every step is idempotent. A state file that
+cannot be read or written (a full disk, a read-only state directory) fails its step like any other, as
+a retryable `ErasureStateError` converted where the files are touched, so the worker keeps running.
 
 Time: one deadline of `handler_timeout_seconds` per received batch bounds every message's handling; each
 call is bounded by `batch_timeout_seconds`; the queue's visibility timeout is exactly 6 x the handler
@@ -546,7 +548,7 @@ class ErasureWorker:
         for error in self._parallel.map(complete, user_ids):
             if error is not None:
                 raise error
-        self._calls.call("lake-unmask", lambda: targets.lake.unmask(user_ids), deadline, batch)
+        self._erasure.guarded("lake-unmask", lambda: targets.lake.unmask(user_ids), deadline)
         recorder = self._outcomes
         if recorder is None:
             return
@@ -566,7 +568,7 @@ class ErasureWorker:
             for outcome in outcomes:
                 recorder.add_outcome(outcome)  # written by the recorder's own bounds, and at close
 
-        self._calls.call("outcome", record, deadline, batch)
+        self._erasure.guarded("outcome", record, deadline)
 
     # -- calls --------------------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ import pytest
 from pydantic import SecretStr
 
 from analytics import Lake, open_lake
+from analytics.erasure import AnalyticsLakeEraser
 from config import ArraySettings, ErasureSettings
 from devstack.fake_array import FakeArrayServer
-from entitlements.erasure_lake import AnalyticsLakeEraser
 from pipeline.clock import SystemClock
 from pipeline.tables import create_table
 from processors.cleanup import HttpArrayClient
@@ -94,8 +94,8 @@ def lake(tmp_path: Path) -> Lake:
 
 
 @pytest.fixture
-def lake_eraser(lake: Lake, state_dir: Path) -> AnalyticsLakeEraser:
-    return AnalyticsLakeEraser(lake, state_dir / "erasure-lake-mask.json")
+def lake_eraser(lake: Lake) -> AnalyticsLakeEraser:
+    return AnalyticsLakeEraser(lake)
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def ledger(state_dir: Path) -> ErasureLedger:
 
 @pytest.fixture
 def stores(state_dir: Path) -> ConsumerStores:
-    return ConsumerStores(state_dir / "quarantine", state_dir / "parked")
+    return ConsumerStores(state_dir / "quarantine", state_dir / "parked", state_dir / "dead-letter")
 
 
 def erasure_settings(**overrides: Any) -> ErasureSettings:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analytics import Lake, LakeHandler, connect
-from entitlements.erasure_lake import AnalyticsLakeEraser
+from analytics.erasure import AnalyticsLakeEraser
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
@@ -60,7 +60,7 @@ def test_a_parked_batch_is_rewritten_without_the_accounts_records(dirs: tuple[Pa
         RawRecord(_adapter_record("keep-2", "300"), "300"),
     ]
     ParkedWork(parked_dir).park(handler="lake", stream_arn=ARN, shard_id=SHARD, records=records, reason="r")
-    counts = ConsumerStores(quarantine_dir, parked_dir).erase(["gone"])
+    counts = ConsumerStores(quarantine_dir, parked_dir, parked_dir.parent / "dead-letter").erase(["gone"])
     assert (counts.parked_records_removed, counts.parked_files_changed) == (1, 1)
     [batch] = list(ParkedWork(parked_dir))
     assert [record.sequence_number for record in batch.records] == ["100", "300"]
@@ -74,7 +74,7 @@ def test_a_parked_batch_of_the_account_only_is_removed(dirs: tuple[Path, Path]) 
         RawRecord(_adapter_record("gone", "200"), "200"),
     ]
     ParkedWork(parked_dir).park(handler="lake", stream_arn=ARN, shard_id=SHARD, records=records, reason="r")
-    ConsumerStores(quarantine_dir, parked_dir).erase(["gone"])
+    ConsumerStores(quarantine_dir, parked_dir, parked_dir.parent / "dead-letter").erase(["gone"])
     assert ParkedWork(parked_dir).count() == 0
 
 
@@ -88,7 +88,7 @@ def test_a_quarantined_record_that_never_decoded_is_found_by_its_bytes(dirs: tup
     quarantine.put(
         raw=_adapter_record("keep", "3"), reason="r", stream_arn=ARN, shard_id=SHARD, sequence_number="3"
     )
-    stores = ConsumerStores(quarantine_dir, parked_dir)
+    stores = ConsumerStores(quarantine_dir, parked_dir, parked_dir.parent / "dead-letter")
     assert stores.holds("gone")
     assert stores.erase(["gone"]).quarantined_removed == 1
     assert quarantine.count() == 2 and not stores.holds("gone") and stores.holds("keep")
@@ -103,7 +103,7 @@ def test_erasing_nobody_or_twice_changes_nothing(dirs: tuple[Path, Path]) -> Non
         records=[RawRecord(_adapter_record("a", "1"), "1")],
         reason="r",
     )
-    stores = ConsumerStores(quarantine_dir, parked_dir)
+    stores = ConsumerStores(quarantine_dir, parked_dir, parked_dir.parent / "dead-letter")
     assert stores.erase([]).parked_records_removed == 0
     assert stores.erase(["a"]).parked_records_removed == 1
     assert stores.erase(["a"]).parked_records_removed == 0

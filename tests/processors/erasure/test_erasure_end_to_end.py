@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from analytics import Lake, LakeHandler, connect, snapshot
+from analytics.erasure import AnalyticsLakeEraser
 from devstack.fake_array import FakeArrayServer
-from entitlements.erasure_lake import AnalyticsLakeEraser
 from pipeline.decode import decode_stream_record
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine

@@ -3,8 +3,10 @@ durable in files another process sees at once; `erased_filter` is the lake landi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
+import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +16,8 @@ from pydantic import SecretStr
 
 from config import load_settings
 from processors.erasure import ErasureLedger, erased_filter
+from processors.erasure._errors import ErasureStateError
+from schema.errors import RetryableError
 from tests.processors.erasure.conftest import LEDGER_KEY
 
 AT = datetime(2026, 5, 1, 12, tzinfo=UTC)
@@ -102,3 +106,16 @@ def test_the_deployed_ledger_lives_under_the_consumers_state_dir(tmp_path: Path)
     deployed = ErasureLedger.from_settings(settings)
     assert deployed.root == tmp_path / "erasure-ledger"
     assert deployed.ledger_id(USER) == ErasureLedger(tmp_path / "x", LEDGER_KEY).ledger_id(USER)
+
+
+def test_a_full_disk_fails_the_write_retryably_naming_no_path(
+    ledger: ErasureLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(ledger.root))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(ErasureStateError) as raised:
+        ledger.record_started(USER, AT)
+    assert isinstance(raised.value, RetryableError) and raised.value.code == "ENOSPC"
+    assert str(ledger.root) not in str(raised.value) and raised.value.__cause__ is None

@@ -1,0 +1,105 @@
+"""Whether a stored stream record is an erased user's: the user its event names when it decodes, else a
+match of its bytes and their JSON-unescaped text against the erased keys, whatever the decoder raised."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from processors.erasure._record_match import UNESCAPE_ROUNDS, ErasedKeys, json_unescaped
+
+ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
+WHERE = {"stream_arn": ARN, "shard_id": "shardId-00000001700000000000-match", "sequence_number": "100"}
+GONE = "9f0c7a52-gone-4e1b-a3f5-000000000001"
+KEPT = "9f0c7a52-kept-4e1b-a3f5-000000000002"
+
+
+def record(user_id: str, *, array_account: str = "arr-1") -> bytes:
+    """An adapter-shape INSERT of an Active entitlement row of `user_id`."""
+    keys = {"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"ENTITLEMENT#{array_account}"}}
+    return json.dumps(
+        {
+            "eventID": "ev-1",
+            "eventName": "INSERT",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "eu-west-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1767225600000,
+                "Keys": keys,
+                "NewImage": {
+                    **keys,
+                    "userId": {"S": user_id},
+                    "arrayAccountId": {"S": array_account},
+                    "status": {"S": "Active"},
+                },
+                "SequenceNumber": "100",
+                "SizeBytes": 100,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+        }
+    ).encode()
+
+
+def escaped(text: str) -> str:
+    """Every character of `text` as a JSON \\u escape."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def test_a_record_that_decodes_belongs_to_the_user_its_event_names() -> None:
+    keys = ErasedKeys.of([GONE])
+    assert keys.record_belongs(record(GONE), **WHERE)
+    assert not keys.record_belongs(record(KEPT), **WHERE)
+
+
+def test_a_record_the_decoder_raises_anything_on_is_matched_on_its_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def recursion(*_: object, **__: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("processors.erasure._record_match.decode_record", recursion)
+    keys = ErasedKeys.of([GONE])
+    assert keys.record_belongs(record(GONE), **WHERE)
+    assert not keys.record_belongs(record(KEPT), **WHERE)
+
+
+def test_a_key_written_with_json_escapes_is_matched_on_the_unescaped_text() -> None:
+    raw = ('{"Keys": {"pk": {"S": "\\u0055SER#' + escaped(GONE) + '"}}, "broken').encode()
+    assert GONE.encode() not in raw
+    assert ErasedKeys.of([GONE]).named_in(raw)
+    assert not ErasedKeys.of([KEPT]).named_in(raw)
+
+
+def test_an_id_outside_the_basic_plane_is_matched_through_its_surrogate_pair_escape() -> None:
+    user = "user-\N{GRINNING FACE}"
+    raw = b'{"userId": "user-\\ud83d\\ude00", "broken'
+    assert ErasedKeys.of([user]).named_in(raw)
+
+
+def test_json_written_inside_a_json_string_is_unescaped_again() -> None:
+    inner = json.dumps({"pk": f"USER#{GONE}"}).replace("U", "\\u0055")
+    raw = json.dumps({"note": inner}).encode()  # the escapes are escaped once more
+    assert f"USER#{GONE}".encode() not in raw and f"USER#{GONE}" not in json_unescaped(raw.decode())
+    assert ErasedKeys.of([GONE]).named_in(raw)
+
+
+def test_a_text_still_changing_after_every_unescape_round_cannot_be_ruled_out() -> None:
+    nested = "\\u0078"  # x, escaped
+    for _ in range(UNESCAPE_ROUNDS):
+        nested = nested.replace("\\", "\\u005c")  # escaped once more
+    assert ErasedKeys.of([KEPT]).named_in(nested.encode())
+    assert not ErasedKeys.of([KEPT]).named_in(nested.replace("\\u005c", "\\", 1).encode())
+
+
+def test_a_record_naming_an_array_account_the_erasure_found_is_matched_when_it_does_not_decode() -> None:
+    raw = b'{"Keys": {"sk": {"S": "ENTITLEMENT#arr-found-77"}}, "broken'
+    assert ErasedKeys.of([GONE], ["arr-found-77"]).named_in(raw)
+    assert not ErasedKeys.of([GONE]).named_in(raw)
+
+
+def test_invalid_utf8_and_a_lone_surrogate_escape_are_read_not_refused() -> None:
+    raw = b'\xff\xfe{"pk": "\\ud800USER#' + GONE.encode() + b'"'
+    assert ErasedKeys.of([GONE]).named_in(raw)
+    assert not ErasedKeys.of([KEPT]).named_in(raw)
