@@ -2,13 +2,30 @@
 never in the table (they would loop back through the stream).
 
 Each outcome names the stream event it answers (`source`), so the audits can follow an expired cleanup
-record to its final state. `outcome_id` is deterministic (source event id + kind + attempt), so a
-replayed outcome lands once. Outcomes carry the user id so that an erasure can find and purge them.
+record to its final state. `outcome_id` is deterministic, so a replayed outcome lands once:
+
+- a step (parked, retried, row marked, mark failed) is identified by (source event, kind, attempt);
+- a **final** outcome (`FINAL_CLEANUP_OUTCOMES`) is identified by (source event, final), whatever its
+  kind and attempt: an expiry has one final outcome, and a crash replay that answers it again (the repeat
+  delete answers 404: already deleted) replaces it rather than adding a second. Of two final outcomes of
+  one expiry, readers keep the one first in `FINAL_OUTCOME_PRECEDENCE` (deleted > already deleted >
+  refused by the guard > failed): once this processor deleted the account, that is what happened.
+
+Outcomes carry the user id so that an erasure can find and purge them.
 """
 
 from __future__ import annotations
 
-__all__ = ["FINAL_CLEANUP_OUTCOMES", "OutcomeEvent", "OutcomeKind", "OutcomeSink", "outcome_id"]
+__all__ = [
+    "FINAL_CLEANUP_OUTCOMES",
+    "FINAL_OUTCOME_PRECEDENCE",
+    "OutcomeEvent",
+    "OutcomeKind",
+    "OutcomeSink",
+    "final_rank",
+    "outcome_id",
+    "preferred_outcome",
+]
 
 import hashlib
 from datetime import datetime
@@ -32,20 +49,33 @@ class OutcomeKind(StrEnum):
     ERASURE_COMPLETED = "erasure.completed"
 
 
-# An expired cleanup has reached a final state once one of these is recorded for it.
-FINAL_CLEANUP_OUTCOMES = frozenset(
-    {
-        OutcomeKind.CLEANUP_DELETED,
-        OutcomeKind.CLEANUP_ALREADY_DELETED,
-        OutcomeKind.CLEANUP_REFUSED_BY_GUARD,
-        OutcomeKind.CLEANUP_FAILED,
-    }
+# The final outcomes of an expired cleanup, the one to keep first: of two recorded for one expiry (a crash
+# replay), the earlier in this order is what happened. analytics/sql/21_outcomes.sql states the same list.
+FINAL_OUTCOME_PRECEDENCE: tuple[OutcomeKind, ...] = (
+    OutcomeKind.CLEANUP_DELETED,
+    OutcomeKind.CLEANUP_ALREADY_DELETED,
+    OutcomeKind.CLEANUP_REFUSED_BY_GUARD,
+    OutcomeKind.CLEANUP_FAILED,
 )
+# An expired cleanup has reached a final state once one of these is recorded for it.
+FINAL_CLEANUP_OUTCOMES = frozenset(FINAL_OUTCOME_PRECEDENCE)
+_FINAL = "final"
+
+
+def final_rank(kind: OutcomeKind) -> int | None:
+    """A final outcome's place in `FINAL_OUTCOME_PRECEDENCE` (0 is kept first); None for a step."""
+    return FINAL_OUTCOME_PRECEDENCE.index(kind) if kind in FINAL_CLEANUP_OUTCOMES else None
 
 
 def outcome_id(source_event_id: str, kind: OutcomeKind, attempt: int = 0) -> str:
-    digest = hashlib.sha256(f"{source_event_id}|{kind.value}|{attempt}".encode()).hexdigest()
-    return digest[:32]
+    """The outcome's identity: (source event, final) for a final outcome, (source event, kind, attempt)
+    for a step."""
+    key = (
+        f"{source_event_id}|{_FINAL}"
+        if kind in FINAL_CLEANUP_OUTCOMES
+        else f"{source_event_id}|{kind.value}|{attempt}"
+    )
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 class OutcomeEvent(BaseModel):
@@ -64,6 +94,15 @@ class OutcomeEvent(BaseModel):
     attempt: int = 0
     # A short machine code (an HTTP status, an error class name); never a body or a message text.
     detail: str | None = None
+
+
+def preferred_outcome(kept: OutcomeEvent, new: OutcomeEvent) -> OutcomeEvent:
+    """Of two outcomes with one identity, the one to keep: the first in `FINAL_OUTCOME_PRECEDENCE` for
+    final outcomes, else (a repeat of the same step) the one kept already."""
+    kept_rank, new_rank = final_rank(kept.kind), final_rank(new.kind)
+    if kept_rank is not None and new_rank is not None and new_rank < kept_rank:
+        return new
+    return kept
 
 
 class OutcomeSink(Protocol):

@@ -30,7 +30,7 @@ from analytics.lake._schema import (
     changes_schema,
 )
 from pipeline.events import StreamEvent, sortable_sequence
-from schema.outcomes import OutcomeEvent
+from schema.outcomes import OutcomeEvent, preferred_outcome
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -230,14 +230,15 @@ class ChangeBuffer:
 
 
 class OutcomeBuffer:
-    """Outcome events as columns of the outcomes dataset. Deduplicates by outcome id."""
+    """Outcome events as columns of the outcomes dataset. Deduplicates by outcome id: of two final
+    outcomes of one expiry (one id), the one first in `FINAL_OUTCOME_PRECEDENCE` is kept."""
 
     schema = OUTCOMES_SCHEMA
 
     def __init__(self) -> None:
         self._columns: dict[str, list[Any]] = {}
         self._days: list[date] = []
-        self._seen: set[str] = set()
+        self._seen: dict[str, tuple[int, OutcomeEvent]] = {}
         self.clear()
 
     def __len__(self) -> int:
@@ -246,30 +247,42 @@ class OutcomeBuffer:
     def clear(self) -> None:
         self._columns = {name: [] for name in self.schema.names}
         self._days = []
-        self._seen = set()
+        self._seen = {}
 
     def append(self, outcome: OutcomeEvent) -> bool:
-        if outcome.outcome_id in self._seen:
+        seen = self._seen.get(outcome.outcome_id)
+        if seen is not None:
+            index, kept = seen
+            if preferred_outcome(kept, outcome) is kept:
+                return False
+            self._seen[outcome.outcome_id] = (index, outcome)
+            self._set(index, outcome)
             return False
-        self._seen.add(outcome.outcome_id)
+        self._seen[outcome.outcome_id] = (len(self._days), outcome)
+        for column in self._columns.values():
+            column.append(None)
+        self._days.append(_utc(outcome.occurred_at).date())
+        self._set(len(self._days) - 1, outcome)
+        return True
+
+    def _set(self, index: int, outcome: OutcomeEvent) -> None:
         occurred = _utc(outcome.occurred_at)
         sequence = outcome.source_sequence_number
         c = self._columns
-        c["schema_version"].append(outcome.schema_version)
-        c["outcome_id"].append(outcome.outcome_id)
-        c["kind"].append(outcome.kind.value)
-        c["occurred_at"].append(occurred)
-        c["user_id"].append(outcome.user_id)
-        c["array_account_id"].append(outcome.array_account_id)
-        c["source_event_id"].append(outcome.source_event_id)
-        c["source_stream_arn"].append(outcome.source_stream_arn)
-        c["source_shard_id"].append(outcome.source_shard_id)
-        c["source_sequence_number"].append(sequence)
-        c["source_sequence_key"].append(sortable_sequence(sequence) if sequence else None)
-        c["attempt"].append(outcome.attempt)
-        c["detail"].append(outcome.detail)
-        self._days.append(occurred.date())
-        return True
+        c["schema_version"][index] = outcome.schema_version
+        c["outcome_id"][index] = outcome.outcome_id
+        c["kind"][index] = outcome.kind.value
+        c["occurred_at"][index] = occurred
+        c["user_id"][index] = outcome.user_id
+        c["array_account_id"][index] = outcome.array_account_id
+        c["source_event_id"][index] = outcome.source_event_id
+        c["source_stream_arn"][index] = outcome.source_stream_arn
+        c["source_shard_id"][index] = outcome.source_shard_id
+        c["source_sequence_number"][index] = sequence
+        c["source_sequence_key"][index] = sortable_sequence(sequence) if sequence else None
+        c["attempt"][index] = outcome.attempt
+        c["detail"][index] = outcome.detail
+        self._days[index] = occurred.date()
 
     def files(self) -> Iterator[PendingFile]:
         if not self._days:
@@ -278,8 +291,10 @@ class OutcomeBuffer:
         by_day: dict[date, list[int]] = {}
         for index, day in enumerate(self._days):
             by_day.setdefault(day, []).append(index)
-        ids = self._columns["outcome_id"]
+        ids, kinds = self._columns["outcome_id"], self._columns["kind"]
         for day, indices in sorted(by_day.items()):
             indices.sort(key=ids.__getitem__)
-            name = outcome_file_name(ids[i] for i in indices)
+            # Named by ids and kinds: a replay's final outcome (same id, another kind) lands beside the
+            # first one's file, never over it; readers keep the one the precedence puts first.
+            name = outcome_file_name(f"{ids[i]}:{kinds[i]}" for i in indices)
             yield PendingFile(f"{partition_dir(OUTCOMES, day)}/{name}", table.take(indices))

@@ -2,7 +2,8 @@
 
 Within each partition (`event_date=…`) of `changes` and `outcomes`, the files smaller than
 `small_file_bytes` are read, deduplicated on the dataset's identity ((stream_arn, shard_id,
-sequence_number) for changes, outcome_id for outcomes), sorted, and written as one file named by a
+sequence_number) for changes, outcome_id for outcomes: of two final outcomes of one expiry, the one first
+in `schema.outcomes.FINAL_OUTCOME_PRECEDENCE` is kept), sorted, and written as one file named by a
 digest of its inputs (`compacted_<digest>.parquet`) whose Parquet metadata records its lineage. Only then
 are the inputs deleted. A crash in between leaves the rows twice, which every reader dedupes; the next
 compaction finishes the job (it deletes inputs that a compacted file already holds). Snapshots use the
@@ -49,6 +50,7 @@ from analytics.lake._schema import (
     changes_schema,
     default_allow_list,
 )
+from schema.outcomes import FINAL_OUTCOME_PRECEDENCE
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,12 @@ _ORDERS = {
     OUTCOMES: ("occurred_at", "outcome_id"),
 }
 _IDENTITIES = {CHANGES: CHANGE_IDENTITY, OUTCOMES: OUTCOME_IDENTITY}
+# Of two rows with one identity, which is kept: for outcomes, a final outcome by its precedence (two
+# final outcomes of one expiry share an id: schema.outcomes), as the `outcomes` view does.
+_FINAL_RANK = "list_position([{}], kind) NULLS LAST".format(
+    ", ".join(f"'{kind.value}'" for kind in FINAL_OUTCOME_PRECEDENCE)
+)
+_KEEP_FIRST = {CHANGES: (), OUTCOMES: (_FINAL_RANK,)}
 
 
 @dataclass
@@ -106,13 +114,14 @@ def _merge(lake: Lake, dataset: str, inputs: list[FileEntry], schema: pa.Schema)
     combined = pa.concat_tables([_conform(t, unified) for t in tables])
     identity = ", ".join(_IDENTITIES[dataset])
     order = ", ".join(_ORDERS[dataset])
+    keep = ", ".join((*_KEEP_FIRST[dataset], *_ORDERS[dataset]))
     con = connect(lake)
     try:
         con.register("merge_input", combined)
         merged = arrow_table(
             con,
             f"SELECT * FROM merge_input QUALIFY row_number() OVER (PARTITION BY {identity} "  # noqa: S608
-            f"ORDER BY {order}) = 1 ORDER BY {order}",
+            f"ORDER BY {keep}) = 1 ORDER BY {order}",
         )
     finally:
         con.close()

@@ -3,6 +3,7 @@ the decoder would, and replays events naively (the oracle the lake is checked ag
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -252,3 +253,27 @@ def state_rows(table: Any) -> dict[tuple[str, str], dict[str, Any]]:
         }
         for row in rows
     }
+
+
+# The source event of an expiry whose final outcome a crash replay recorded again.
+REPLAYED_SOURCE = "7de3041dd709b024af6f29e4fa13d34c"
+
+
+def final_outcome(
+    kind: OutcomeKind, *, minute: int, attempt: int = 0, legacy_id: bool = False
+) -> OutcomeEvent:
+    """A final outcome of one expiry. `legacy_id`: the id lakes written before final outcomes shared
+    one identity gave it (source event, kind, attempt)."""
+    legacy = hashlib.sha256(f"{REPLAYED_SOURCE}|{kind.value}|{attempt}".encode()).hexdigest()[:32]
+    return OutcomeEvent(
+        outcome_id=legacy if legacy_id else outcome_id(REPLAYED_SOURCE, kind, attempt),
+        kind=kind,
+        occurred_at=datetime(2026, 3, 1, 12, minute, tzinfo=UTC),
+        user_id="u1",
+        array_account_id="acct-1",
+        source_event_id=REPLAYED_SOURCE,
+        source_stream_arn="arn:aws:dynamodb:eu-west-1:000000000000:table/entitlements/stream/x",
+        source_shard_id="shardId-1",
+        source_sequence_number="100",
+        attempt=attempt,
+    )

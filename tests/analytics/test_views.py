@@ -18,7 +18,8 @@ from analytics.lake._files import list_parquet, write_parquet_atomic
 from analytics.lake._schema import image_columns
 from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files, views_read_by
 from config import LakeSettings
-from tests.analytics.lakesim import TableSim, replay, state_rows
+from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, replay, state_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -251,3 +252,95 @@ def test_the_views_a_statement_reads_ignore_comments_and_strings() -> None:
     sql = "-- from changes\nSELECT 'users' AS label, u.* FROM users AS u JOIN raw_changes USING (user_id)"
 
     assert views_read_by(sql) == {"users", "raw_changes"}
+
+
+# -- one final outcome per expiry ---------------------------------------------------------------------
+
+
+def _land_in_turn(lake: Lake, *flushes: list[OutcomeEvent]) -> None:
+    """Each list landed by its own process (a crash replay lands the expiry's outcomes again)."""
+    for outcomes in flushes:
+        handler = LakeHandler(lake)
+        for outcome in outcomes:
+            handler.add_outcome(outcome)
+        handler.flush()
+
+
+def _final_outcomes(lake: Lake) -> list[tuple[str, str]]:
+    con = connect(lake, views=["outcomes"])
+    try:
+        rows = con.execute(
+            "SELECT source_event_id, kind FROM outcomes WHERE kind IN (?, ?, ?, ?) ORDER BY kind",
+            [kind.value for kind in FINAL_OUTCOME_PRECEDENCE],
+        ).fetchall()
+    finally:
+        con.close()
+    return [(str(source), str(kind)) for source, kind in rows]
+
+
+def test_a_replayed_expiry_that_deleted_then_saw_already_deleted_reports_one_final_outcome_deleted(
+    lake: Lake,
+) -> None:
+    deleted = final_outcome(OutcomeKind.CLEANUP_DELETED, minute=0)
+    already = final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=5)
+    _land_in_turn(lake, [deleted], [already])
+    assert _final_outcomes(lake) == [(REPLAYED_SOURCE, "cleanup.deleted")]
+
+
+def test_the_deleted_outcome_wins_whichever_landed_first(lake: Lake) -> None:
+    deleted = final_outcome(OutcomeKind.CLEANUP_DELETED, minute=5)
+    already = final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=0, attempt=1)
+    _land_in_turn(lake, [already], [deleted])
+    assert _final_outcomes(lake) == [(REPLAYED_SOURCE, "cleanup.deleted")]
+
+
+def test_final_outcomes_written_under_the_old_per_kind_identity_still_report_one(lake: Lake) -> None:
+    _land_in_turn(
+        lake,
+        [final_outcome(OutcomeKind.CLEANUP_REFUSED_BY_GUARD, minute=0, legacy_id=True)],
+        [final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=5, attempt=1, legacy_id=True)],
+        [final_outcome(OutcomeKind.CLEANUP_DELETED, minute=9, attempt=2, legacy_id=True)],
+    )
+    assert _final_outcomes(lake) == [(REPLAYED_SOURCE, "cleanup.deleted")]
+
+
+def test_already_deleted_outranks_a_refusal_and_a_refusal_a_failure(lake: Lake) -> None:
+    _land_in_turn(
+        lake,
+        [final_outcome(OutcomeKind.CLEANUP_FAILED, minute=0)],
+        [final_outcome(OutcomeKind.CLEANUP_REFUSED_BY_GUARD, minute=1)],
+        [final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=2)],
+    )
+    assert _final_outcomes(lake) == [(REPLAYED_SOURCE, "cleanup.already_deleted")]
+
+
+def test_the_outcomes_views_precedence_is_the_one_schema_outcomes_states(lake: Lake) -> None:
+    con = connect(lake, views=["outcomes"])
+    try:
+        ranks = [
+            con.execute("SELECT final_outcome_rank(?)", [kind.value]).fetchone()
+            for kind in (*FINAL_OUTCOME_PRECEDENCE, OutcomeKind.CLEANUP_ROW_MARKED)
+        ]
+    finally:
+        con.close()
+    assert ranks == [(1,), (2,), (3,), (4,), (None,)]
+
+
+def test_steps_of_a_replayed_expiry_are_kept_beside_its_one_final_outcome(lake: Lake) -> None:
+    marked = final_outcome(OutcomeKind.CLEANUP_DELETED, minute=0).model_copy(
+        update={
+            "kind": OutcomeKind.CLEANUP_ROW_MARKED,
+            "outcome_id": outcome_id(REPLAYED_SOURCE, OutcomeKind.CLEANUP_ROW_MARKED),
+        }
+    )
+    _land_in_turn(
+        lake,
+        [final_outcome(OutcomeKind.CLEANUP_DELETED, minute=0), marked],
+        [final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=5), marked],
+    )
+    con = connect(lake, views=["outcomes"])
+    try:
+        kinds = con.execute("SELECT kind FROM outcomes ORDER BY kind").fetchall()
+    finally:
+        con.close()
+    assert kinds == [("cleanup.deleted",), ("cleanup.row_marked",)]

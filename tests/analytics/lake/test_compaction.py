@@ -11,7 +11,8 @@ from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, compact
 from analytics.lake._files import COMPACTED_FROM_KEY, list_parquet, write_parquet_atomic
 from analytics.views import connect
 from config import LakeSettings
-from tests.analytics.lakesim import TableSim
+from schema.outcomes import OutcomeKind
+from tests.analytics.lakesim import TableSim, final_outcome
 
 
 def _land(lake: Lake, sim: TableSim, flush_rows: int = 10) -> None:
@@ -90,3 +91,17 @@ def test_nothing_to_do_on_an_empty_lake(lake: Lake) -> None:
     result = compact(lake)
     assert not any(result.files_written.values())
     assert list_parquet(lake, OUTCOMES) == []
+
+
+def test_compaction_keeps_the_preferred_of_two_final_outcomes_of_one_expiry(lake: Lake) -> None:
+    for outcome in (
+        final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=0, attempt=1),
+        final_outcome(OutcomeKind.CLEANUP_DELETED, minute=5),
+    ):
+        handler = LakeHandler(lake)
+        handler.add_outcome(outcome)
+        handler.flush()
+    result = compact(lake, datasets=(OUTCOMES,), small_file_bytes=10**9)
+    assert result.duplicates_dropped[OUTCOMES] == 1
+    con = connect(lake, views=["raw_outcomes"])
+    assert con.execute("SELECT kind FROM raw_outcomes").fetchall() == [("cleanup.deleted",)]

@@ -16,7 +16,8 @@ from analytics.views import connect
 from config import LakeSettings
 from pipeline.handlers import Handler
 from schema.errors import RetryableError
-from tests.analytics.lakesim import CANARY, SECRET_NOTE, TableSim
+from schema.outcomes import OutcomeKind
+from tests.analytics.lakesim import CANARY, SECRET_NOTE, TableSim, final_outcome
 
 
 def _rows(lake: Lake, dataset: str) -> int:
@@ -262,3 +263,35 @@ def test_no_processor_token_or_unlisted_attribute_lands_anywhere(lake: Lake, his
             sink = pa.BufferOutputStream()
             pq.write_table(uncompressed, sink, compression="none")
             assert CANARY.encode() not in sink.getvalue().to_pybytes()
+
+
+def _raw_outcomes(lake: Lake) -> list[tuple[str, str]]:
+    con = connect(lake, views=["raw_outcomes"])
+    try:
+        rows = con.execute("SELECT outcome_id, kind FROM raw_outcomes ORDER BY kind").fetchall()
+    finally:
+        con.close()
+    return [(str(identity), str(kind)) for identity, kind in rows]
+
+
+def test_a_replays_final_outcome_lands_beside_the_first_ones_file_never_over_it(lake: Lake) -> None:
+    deleted = final_outcome(OutcomeKind.CLEANUP_DELETED, minute=0)
+    already = final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=1)
+    for outcome in (deleted, already):  # two processes: the first, then its crash replay
+        handler = LakeHandler(lake)
+        handler.add_outcome(outcome)
+        handler.flush()
+    assert _raw_outcomes(lake) == [
+        (already.outcome_id, "cleanup.already_deleted"),
+        (deleted.outcome_id, "cleanup.deleted"),
+    ]
+
+
+def test_of_two_final_outcomes_of_one_expiry_in_one_buffer_the_preferred_one_is_written(lake: Lake) -> None:
+    handler = LakeHandler(lake)
+    handler.add_outcome(final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=0, attempt=1))
+    handler.add_outcome(final_outcome(OutcomeKind.CLEANUP_DELETED, minute=1))
+    handler.add_outcome(final_outcome(OutcomeKind.CLEANUP_REFUSED_BY_GUARD, minute=2))
+    handler.flush()
+    [(_, kind)] = _raw_outcomes(lake)
+    assert kind == "cleanup.deleted"
