@@ -19,77 +19,28 @@ checks expiry, dispatches through one capability table and answers through `Eras
 The lake's landing drops an erased account's events with `erased_filter(ledger)`.
 """
 
-from processors.erasure._bounded import BoundedCalls, Deadline
-from processors.erasure._capabilities import (
-    CAPABILITIES,
-    Handling,
-    handling_for,
-    not_applicable_answer,
-)
-from processors.erasure._clients import (
-    CloudWatchClient,
-    DynamoDBTableClient,
-    ErasureSqsClient,
-    SnsSetupClient,
-    SqsSetupClient,
-)
-from processors.erasure._config import ErasureTimings, checked_timings
-from processors.erasure._consumer_stores import ConsumerStores, StoreCounts
-from processors.erasure._errors import (
-    ErasureConfigError,
-    ErasurePassAttributeError,
-    ErasureStepError,
-    ErasureTimeoutError,
-)
+from processors.erasure._config import checked_timings
+from processors.erasure._consumer_stores import ConsumerStores
+from processors.erasure._errors import ErasureConfigError, ErasureStepError, ErasureTimeoutError
 from processors.erasure._lake import LakeEraser
-from processors.erasure._ledger import LEDGER_DIR_NAME, ErasureLedger, LedgerEntry, erased_filter
-from processors.erasure._procedure import AccountErasure, ErasureTargets
-from processors.erasure._setup import ErasureChannel, dead_letter_queue_name, ensure_erasure_channel
-from processors.erasure._worker import (
-    MAX_MESSAGES,
-    NOT_APPLICABLE_METRIC,
-    PASS_ATTRIBUTE,
-    BatchReport,
-    ErasureWorker,
-    OutcomeRecorder,
-    WorkerStats,
-)
+from processors.erasure._ledger import LEDGER_DIR_NAME, ErasureLedger, erased_filter
+from processors.erasure._procedure import ErasureTargets
+from processors.erasure._setup import ErasureChannel, ensure_erasure_channel
+from processors.erasure._worker import ErasureWorker, OutcomeRecorder
 
 __all__ = [
-    "CAPABILITIES",
     "LEDGER_DIR_NAME",
-    "MAX_MESSAGES",
-    "NOT_APPLICABLE_METRIC",
-    "PASS_ATTRIBUTE",
-    "AccountErasure",
-    "BatchReport",
-    "BoundedCalls",
-    "CloudWatchClient",
     "ConsumerStores",
-    "Deadline",
-    "DynamoDBTableClient",
     "ErasureChannel",
     "ErasureConfigError",
     "ErasureLedger",
-    "ErasurePassAttributeError",
-    "ErasureSqsClient",
     "ErasureStepError",
     "ErasureTargets",
     "ErasureTimeoutError",
-    "ErasureTimings",
     "ErasureWorker",
-    "Handling",
     "LakeEraser",
-    "LedgerEntry",
     "OutcomeRecorder",
-    "SnsSetupClient",
-    "SqsSetupClient",
-    "StoreCounts",
-    "WorkerStats",
     "checked_timings",
-    "dead_letter_queue_name",
     "ensure_erasure_channel",
     "erased_filter",
-    "handling_for",
-    "not_applicable_answer",
 ]

@@ -12,12 +12,12 @@ import pytest
 
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (
-    RETENTION_SECONDS,
     CleanupHandler,
     HttpArrayClient,
     RetryQueues,
     ensure_retry_queues,
 )
+from processors.cleanup._retry_queue import RETENTION_SECONDS
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind

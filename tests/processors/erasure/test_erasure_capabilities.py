@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from processors.erasure import CAPABILITIES, Handling, handling_for
+from processors.erasure._capabilities import CAPABILITIES, Handling, handling_for
 from schema.erasure import CAPABILITY_FIXTURES, CapabilityPair, restamp_expires_at
 from tests.processors.erasure.erasure_subscriber_helpers import Stack
 

@@ -9,7 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from processors.erasure import NOT_APPLICABLE_METRIC, ErasureLedger
+from processors.erasure import ErasureLedger
+from processors.erasure._worker import NOT_APPLICABLE_METRIC
 from schema.erasure import (
     CHANNEL_CONSTANTS,
     AckResponse,

@@ -16,9 +16,9 @@ from processors.erasure import (
     ErasureTargets,
     ErasureWorker,
     checked_timings,
-    dead_letter_queue_name,
     ensure_erasure_channel,
 )
+from processors.erasure._setup import dead_letter_queue_name
 from schema.erasure import CHANNEL_CONSTANTS
 from tests.processors.erasure.conftest import erasure_settings
 

@@ -8,20 +8,17 @@ import time
 import uuid
 from collections.abc import Collection, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock
-from processors.erasure import (
-    AccountErasure,
-    BoundedCalls,
-    Deadline,
-    ErasureStepError,
-    ErasureTargets,
-    ErasureTimeoutError,
-)
+from pipeline.quarantine import Quarantine
+from processors.erasure import ErasureStepError, ErasureTargets, ErasureTimeoutError
+from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._procedure import AccountErasure
 from schema.table import user_pk
 from tests.processors.erasure.erasure_subscriber_helpers import cleanup_item, entitlement_item
 
@@ -166,3 +163,25 @@ def test_check_holds_none_for_an_account_this_store_never_had(
     targets: ErasureTargets, calls: BoundedCalls
 ) -> None:
     assert _erasure(targets, calls).holdings("nobody-here", Deadline(5)) == "HOLDS_NONE"
+
+
+def test_a_stored_record_naming_only_an_array_account_the_rows_named_is_erased(
+    targets: ErasureTargets,
+    calls: BoundedCalls,
+    dynamodb: Any,
+    table: Any,
+    fake_array: FakeArrayServer,
+    state_dir: Path,
+) -> None:
+    user, accounts = _seed(dynamodb, table, fake_array)
+    quarantine = Quarantine(state_dir / "quarantine")
+    for number, account in enumerate((accounts[0], "arr-of-someone-else"), start=1):
+        quarantine.put(
+            raw=f'{{"Keys": {{"sk": {{"S": "ENTITLEMENT#{account}"}}}}, "broken'.encode(),
+            reason="r",
+            stream_arn="arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/x",
+            shard_id="shardId-1",
+            sequence_number=str(number),
+        )
+    assert _erasure(targets, calls).erase([user], Deadline(5)) == {user: None}
+    assert [record.sequence_number for record in quarantine] == ["2"]

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from devstack.fake_array import FakeArrayServer
-from processors.erasure import PASS_ATTRIBUTE
+from processors.erasure._worker import PASS_ATTRIBUTE
 from schema.erasure import AckResponse
 from schema.table import user_pk
 from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
