@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from config import Settings, settings_environment
+from pipeline._files import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +68,13 @@ class DaemonSpec:
         work_dir: Path,
         python: str = sys.executable,
     ) -> DaemonSpec:
-        work_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(work_dir)
         properties_path = work_dir / f"launcher-{worker_id}.properties"
         child = f"{python} -m entitlements.child"
-        properties_path.write_text(
-            launcher_properties(settings, stream_arn=stream_arn, worker_id=worker_id, child_command=child)
+        properties = launcher_properties(
+            settings, stream_arn=stream_arn, worker_id=worker_id, child_command=child
         )
+        write_private_file(properties_path, properties.encode())
         env = settings_environment(settings)
         env["ENTITLEMENTS_CONSUMER__STREAM_ARN"] = stream_arn
         env["ENTITLEMENTS_CONSUMER__WORKER_ID"] = worker_id
@@ -116,7 +118,8 @@ class KclDaemon:
             raise FileNotFoundError(f"launcher jar not built: {self._spec.launcher_jar} (run make setup)")
         stderr: int | IO[bytes] = subprocess.DEVNULL
         if self._spec.log_path is not None:
-            self._log = self._spec.log_path.open("ab")
+            fd = os.open(self._spec.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._log = os.fdopen(fd, "ab")
             stderr = self._log
         self._process = subprocess.Popen(
             [self._spec.java, "-jar", str(self._spec.launcher_jar), str(self._spec.properties_path)],
