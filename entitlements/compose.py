@@ -34,15 +34,15 @@ from typing import Any
 from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
 from config import ErasureSettings, Settings
 from entitlements._clients import aws_client
+from pipeline import HandlerRegistry, ShardConsumer, decode_record
+from pipeline._files import private_dir
 from pipeline.clock import clock_from_settings
 from pipeline.dead_letter import DeadLetters
-from pipeline.decode import decode_record
 from pipeline.filtering import DroppingUsers
-from pipeline.handlers import HandlerRegistry
 from pipeline.journal import JournalHandler
 from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+from pipeline.shard_consumer import CommitPolicy, RetryPolicy
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
@@ -184,6 +184,7 @@ def shard_consumer(settings: Settings) -> ShardConsumer:
     consumer = settings.consumer
     if consumer.stream_arn is None:
         raise SetupMissingError("ENTITLEMENTS_CONSUMER__STREAM_ARN must be set for the KCL child")
+    private_dir(consumer.state_dir)  # quarantine, parked work, dead letters, stats: they hold user ids
     return ShardConsumer(
         stream_arn=consumer.stream_arn,
         handlers=handler_registry(settings),
@@ -208,7 +209,7 @@ def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds
     batch = erasure.batch_timeout_seconds
     bounded = {"connect_timeout": batch, "read_timeout": batch}
     sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
-    state = settings.consumer.state_dir
+    state = private_dir(settings.consumer.state_dir)  # the ledger and the consumer's stores
     lake = lake_from_settings(settings)
     with converted("SQS GetQueueUrl"):
         queue_url = str(sqs.get_queue_url(QueueName=erasure.queue_name)["QueueUrl"])

@@ -98,3 +98,14 @@ def test_the_shard_consumer_refuses_to_build_without_a_stream(moto_endpoint: str
 def test_the_lake_eraser_works_on_the_settings_lake(moto_endpoint: str, tmp_path: Path) -> None:
     eraser = compose.lake_eraser(_settings(moto_endpoint, tmp_path))
     assert eraser.lake.base == str((tmp_path / "lake").resolve())
+
+
+def test_building_the_shard_consumer_makes_the_state_folder_owner_only(
+    moto_endpoint: str, tmp_path: Path, sqs: Any
+) -> None:
+    settings = _settings(moto_endpoint, tmp_path)
+    settings.consumer.state_dir.mkdir(mode=0o755)
+    settings.consumer.state_dir.chmod(0o755)
+    compose.setup_retry_queues(settings)
+    compose.shard_consumer(settings)
+    assert settings.consumer.state_dir.stat().st_mode & 0o777 == 0o700
