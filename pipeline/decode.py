@@ -65,6 +65,7 @@ from __future__ import annotations
 __all__ = ["DecodeError", "decode_record", "decode_stream_record"]
 
 import math
+import operator
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -95,11 +96,14 @@ from pipeline.events import (
 from schema.errors import RecordContext
 from schema.table import (
     ITEM_FIELDS,
+    SK,
     USER_PK_PREFIX,
     CleanupRecord,
     EntitlementRow,
     Item,
     ItemKind,
+    UnknownItem,
+    item_class,
     item_kind,
     parse_item,
 )
@@ -236,7 +240,7 @@ def decode_record(
         if record is not None:  # the typed branch
             ddb = record.dynamodb
             keys = {name: value.value for name, value in ddb.Keys.items()}
-            new, old = _wire_image(ddb.NewImage), _wire_image(ddb.OldImage)
+            new, old = _typed_item(ddb.NewImage), _typed_item(ddb.OldImage)
             return _event(
                 record, keys, new, old,
                 stream_arn=stream_arn, shard_id=shard_id, read_at=sequence_number, adapter=True,
@@ -267,18 +271,57 @@ def decode_stream_record(record: Mapping[str, Any], *, stream_arn: str, shard_id
 # -- the branches ---------------------------------------------------------------------------------------
 
 
-def _wire_image(image: Any) -> dict[str, Any] | None:
-    """A typed image as the attribute values decode it: name to value (numbers by `parse_number`)."""
+def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...]:
+    """How the typed branch builds `cls` from a wire image holding exactly `cls`'s attributes (what the
+    service writes), derived from `cls`'s fields: a getter of their values (AttributeError when one is
+    absent), a getter of every other wire attribute with what it gives when those are all absent, the
+    positions of the numbers, and whether `kind` leads the positional arguments (it has no default)."""
+    names = tuple(ITEM_FIELDS[cls])
+    others = tuple(name for name in _WIRE_NAMES if name not in names)
+    order = [field.name for field in msgspec.structs.fields(cls)]
+    kind_first = order[0] == "kind"
+    assert order[kind_first : kind_first + len(names)] == list(names), "declared attributes lead the fields"
+    return (
+        cls,
+        operator.attrgetter(*(f"{name}.value" for name in names)),
+        operator.attrgetter(*others, *others),  # a tuple even for one name
+        (UNSET,) * (2 * len(others)),
+        names.index(SK),
+        tuple(index for index, name in enumerate(names) if _WIRE_ATTRIBUTES[name] is _N),
+        kind_first,
+    )
+
+
+_COMPLETE: Final[tuple[tuple[Any, ...], ...]] = tuple(
+    _complete(cls) for cls in (EntitlementRow, CleanupRecord)
+)
+
+
+def _typed_item(image: Any) -> Item | None:
+    """The item of a typed image: built directly when it holds exactly the attributes of the class its
+    sort key names (every value's type is then the wire shape's, derived from that class), else through
+    `parse_item`, as the generic branch does."""
     if image is UNSET:
         return None
+    for cls, values, others, absent, sk_index, numbers, kind_first in _COMPLETE:
+        try:
+            fields = values(image)
+        except AttributeError:
+            continue
+        kind = item_kind(fields[sk_index])
+        if others(image) != absent or item_class(kind) is not cls:
+            break
+        if numbers:
+            fields = list(fields)
+            for index in numbers:
+                fields[index] = parse_number(fields[index])
+        build: Any = cls  # the class itself (mypy would narrow it by the comparison above)
+        return build(kind, *fields) if kind_first else build(*fields)  # type: ignore[no-any-return]
     out = {}
     for name, value in zip(_WIRE_NAMES, msgspec.structs.astuple(image), strict=True):
         if value is not UNSET:
-            out[name] = value.value
-    for name in _WIRE_NUMBERS:
-        if name in out:
-            out[name] = parse_number(out[name])
-    return out or None  # the adapter writes an absent image as {}
+            out[name] = parse_number(value.value) if name in _WIRE_NUMBERS else value.value
+    return parse_item(out) if out else None  # the adapter writes an absent image as {}
 
 
 def _generic(
@@ -304,9 +347,12 @@ def _generic(
             (record.eventID, record.eventVersion, record.eventSource, record.awsRegion, record.userIdentity,
              ddb.StreamViewType, keys, new, old)
         )  # fmt: skip
+    new_item = None if new is None else parse_item(new)
+    old_item = None if old is None else parse_item(old)
     return _event(
-        record, keys, new, old, stream_arn=stream_arn, shard_id=shard_id, read_at=read_at, adapter=adapter
-    )
+        record, keys, new_item, old_item,
+        stream_arn=stream_arn, shard_id=shard_id, read_at=read_at, adapter=adapter,
+    )  # fmt: skip
 
 
 def _image(section: str, image: Any, names_are_text: bool) -> dict[str, Any] | None:
@@ -378,8 +424,8 @@ def _check_text(value: Any) -> None:
 def _event(
     record: Any,
     keys: dict[str, Any],
-    new: dict[str, Any] | None,
-    old: dict[str, Any] | None,
+    new_item: Item | None,
+    old_item: Item | None,
     *,
     stream_arn: str,
     shard_id: str,
@@ -427,9 +473,9 @@ def _event(
         ttl_deletion = change is _REMOVE and kind_ == TTL_IDENTITY_TYPE and principal == TTL_PRINCIPAL
 
     # The user: the item's userId (new image first), else what follows USER# in the partition key.
-    user_id = new.get("userId") if new is not None else None
-    if (type(user_id) is not str or not user_id) and old is not None:
-        user_id = old.get("userId")
+    user_id = _user_of(new_item)
+    if type(user_id) is not str or not user_id:
+        user_id = _user_of(old_item)
     if type(user_id) is not str or not user_id:
         pk = keys.get("pk")
         if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
@@ -438,26 +484,25 @@ def _event(
             user_id = None
 
     kind = item_kind(keys.get("sk"))
-    new_item = None if new is None else parse_item(new)
-    old_item = None if old is None else parse_item(old)
     event_class = _classify(kind, change, new_item, old_item, ttl_deletion)
     position = StreamPosition(stream_arn=stream_arn, shard_id=shard_id, sequence_number=sequence)
-    common = {
-        "event_id": event_id,
-        "change": change,
-        "position": position,
-        "created_at": created_at,
-        "keys": keys,
-        "item_kind": kind,
-        "user_id": user_id,
-        "ttl_deletion": ttl_deletion,
-        "old_item": old_item,
-        "new_item": new_item,
-    }
     if event_class is EntitlementStatusChanged:
         assert isinstance(old_item, EntitlementRow) and isinstance(new_item, EntitlementRow)
-        return EntitlementStatusChanged(**common, from_status=old_item.status, to_status=new_item.status)
-    return event_class(**common)
+        return EntitlementStatusChanged(
+            event_id=event_id, change=change, position=position, created_at=created_at, keys=keys,
+            item_kind=kind, user_id=user_id, ttl_deletion=ttl_deletion, old_item=old_item,
+            new_item=new_item, from_status=old_item.status, to_status=new_item.status,
+        )  # fmt: skip
+    return event_class(
+        event_id=event_id, change=change, position=position, created_at=created_at, keys=keys,
+        item_kind=kind, user_id=user_id, ttl_deletion=ttl_deletion, old_item=old_item, new_item=new_item,
+    )  # fmt: skip
+
+
+def _user_of(item: Item | None) -> Any:
+    if item is None:
+        return None
+    return item.extra.get("userId") if isinstance(item, UnknownItem) else item.userId
 
 
 def _classify(

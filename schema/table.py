@@ -27,6 +27,7 @@ __all__ = [
     "cancellation_key",
     "entitlement_key",
     "gsi1_key",
+    "item_class",
     "item_kind",
     "parse_item",
     "stale_key",
@@ -127,8 +128,11 @@ def item_kind(sort_key: object) -> ItemKind:
 # and `parse_item` checks an image against them; neither restates them.
 
 
-class _ItemBase(Struct, frozen=True, kw_only=True, gc=False):
-    extra: dict[str, Any] = {}
+class _Attributes:
+    """What every item class offers beside its fields (a mixin: no state of its own)."""
+
+    __slots__ = ()
+    extra: dict[str, Any]
 
     @property
     def extra_attributes(self) -> dict[str, Any]:
@@ -141,10 +145,13 @@ class _ItemBase(Struct, frozen=True, kw_only=True, gc=False):
         return out
 
 
-class EntitlementRow(_ItemBase, frozen=True, kw_only=True, gc=False):
+# Field order: the image's attributes as declared (required ones first), then `kind` where it has a
+# default, then `extra`: the decoder's typed branch builds the items the service writes positionally.
+
+
+class EntitlementRow(_Attributes, Struct, frozen=True, gc=False):
     """A link from a user to one Array account. Never deleted, except by an erasure."""
 
-    kind: Literal[ItemKind.ENTITLEMENT] = ItemKind.ENTITLEMENT
     pk: str
     sk: str
     userId: str
@@ -156,6 +163,8 @@ class EntitlementRow(_ItemBase, frozen=True, kw_only=True, gc=False):
     processorToken: str | None = None
     gsi1pk: str | None = None
     gsi1sk: str | None = None
+    kind: Literal[ItemKind.ENTITLEMENT] = ItemKind.ENTITLEMENT
+    extra: dict[str, Any] = {}
 
     @property
     def known_status(self) -> EntitlementStatus | None:
@@ -165,7 +174,7 @@ class EntitlementRow(_ItemBase, frozen=True, kw_only=True, gc=False):
             return None
 
 
-class CleanupRecord(_ItemBase, frozen=True, kw_only=True, gc=False):
+class CleanupRecord(_Attributes, Struct, frozen=True, gc=False):
     """Carries the TTL that schedules an Array account for deletion."""
 
     kind: Literal[ItemKind.CANCELLATION, ItemKind.STALE]
@@ -177,6 +186,7 @@ class CleanupRecord(_ItemBase, frozen=True, kw_only=True, gc=False):
     # kept as they are so the audits can see them.
     ttl: int | Decimal | str | None = None
     createdAt: str | None = None
+    extra: dict[str, Any] = {}
 
     @property
     def cleanup_kind(self) -> CleanupKind:
@@ -192,12 +202,13 @@ class CleanupRecord(_ItemBase, frozen=True, kw_only=True, gc=False):
         return self.ttl
 
 
-class UnknownItem(_ItemBase, frozen=True, kw_only=True, gc=False):
+class UnknownItem(_Attributes, Struct, frozen=True, kw_only=True, gc=False):
     """Anything the contract does not describe, kept whole."""
 
-    kind: Literal[ItemKind.UNKNOWN] = ItemKind.UNKNOWN
     pk: Any = None
     sk: Any = None
+    kind: Literal[ItemKind.UNKNOWN] = ItemKind.UNKNOWN
+    extra: dict[str, Any] = {}
 
 
 Item = EntitlementRow | CleanupRecord | UnknownItem
@@ -222,26 +233,36 @@ ITEM_FIELDS: dict[type[Item], dict[str, tuple[tuple[type, ...], bool]]] = {
     }
     for cls in (EntitlementRow, CleanupRecord, UnknownItem)
 }
-_REQUIRED: dict[type[Any], frozenset[str]] = {
-    cls: frozenset(name for name, (_, required) in f.items() if required) for cls, f in ITEM_FIELDS.items()
-}
-_TEXT_FIELDS: dict[type[Any], frozenset[str]] = {
-    cls: frozenset(name for name, (accepted, _) in f.items() if str in accepted)
-    for cls, f in ITEM_FIELDS.items()
-}
 _TEXT = frozenset([str])
-_DEFAULT_KIND: dict[type[Any], Any] = {
-    cls: field.default
-    for cls in ITEM_FIELDS
-    for field in msgspec.structs.fields(cls)
-    if field.name == "kind" and isinstance(field.default, ItemKind)
+
+
+def _spec(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...]:
+    """What `parse_item` reads of an item class: its fields, the required ones, the ones that take text,
+    and whether its `kind` must be given (no default)."""
+    fields = ITEM_FIELDS[cls]
+    kind = next(field for field in msgspec.structs.fields(cls) if field.name == "kind")
+    return (
+        cls,
+        fields,
+        frozenset(name for name, (_, required) in fields.items() if required),
+        frozenset(name for name, (accepted, _) in fields.items() if str in accepted),
+        not isinstance(kind.default, ItemKind),
+    )
+
+
+# The item class of each known kind (the sort key's), with what `parse_item` reads of it.
+_SPECS: dict[ItemKind, tuple[Any, ...]] = {
+    ItemKind.ENTITLEMENT: _spec(EntitlementRow),
+    ItemKind.CANCELLATION: _spec(CleanupRecord),
+    ItemKind.STALE: _spec(CleanupRecord),
 }
 _ATTRIBUTE_FIELDS: dict[type[Any], tuple[str, ...]] = {cls: tuple(f) for cls, f in ITEM_FIELDS.items()}
-_ITEM_CLASS: dict[ItemKind, type[EntitlementRow] | type[CleanupRecord]] = {
-    ItemKind.ENTITLEMENT: EntitlementRow,
-    ItemKind.CANCELLATION: CleanupRecord,
-    ItemKind.STALE: CleanupRecord,
-}
+
+
+def item_class(kind: ItemKind) -> type[EntitlementRow] | type[CleanupRecord] | None:
+    """The item class an image of this kind (read from its own sort key) is typed as, if any."""
+    spec = _SPECS.get(kind)
+    return None if spec is None else spec[0]
 
 
 def parse_item(image: dict[str, Any]) -> Item:
@@ -249,21 +270,17 @@ def parse_item(image: dict[str, Any]) -> Item:
     whose image does not fit its class (a required attribute missing, a value of another type) is an
     `UnknownItem`, and every attribute the class does not declare is kept in `extra`."""
     kind = item_kind(image.get(SK))
-    cls = _ITEM_CLASS.get(kind)
-    if cls is not None and _REQUIRED[cls] <= image.keys():
-        fields = ITEM_FIELDS[cls]
+    spec = _SPECS.get(kind)
+    if spec is not None:
+        cls, fields, required, text, give_kind = spec
         names = image.keys()
-        # The common case is checked as a whole: only text, each in a field that takes text.
-        fits = (names <= _TEXT_FIELDS[cls] and {*map(type, image.values())} <= _TEXT) or all(
-            name not in fields or type(value) in fields[name][0] for name, value in image.items()
-        )
-        if fits:
-            if names <= fields.keys():  # no extra attribute
-                if kind is _DEFAULT_KIND.get(cls):
-                    return cls(**image)
-                return cls(kind=kind, **image)  # type: ignore[arg-type]
-            known = {name: value for name, value in image.items() if name in fields}
-            extra = {name: value for name, value in image.items() if name not in fields}
-            return cls(kind=kind, extra=extra, **known)  # type: ignore[arg-type]
+        if required <= names:
+            # The common case is checked as a whole: only text, each in a field that takes text.
+            if names <= text and _TEXT.issuperset(map(type, image.values())):
+                return cls(kind=kind, **image) if give_kind else cls(**image)  # type: ignore[no-any-return]
+            if all(name not in fields or type(value) in fields[name][0] for name, value in image.items()):
+                known = {name: value for name, value in image.items() if name in fields}
+                extra = {name: value for name, value in image.items() if name not in fields}
+                return cls(kind=kind, extra=extra, **known)  # type: ignore[no-any-return]
     rest = {name: value for name, value in image.items() if name not in (PK, SK)}
     return UnknownItem(pk=image.get(PK), sk=image.get(SK), extra=rest)
