@@ -12,7 +12,9 @@ replay tolerates, never a loss); a batch left empty is removed. A store file tha
 store document (damaged, hand-edited) ends the store's listing, so the files it had not listed yet are
 matched whole, on their bytes, their unescaped text and every base64 text in them (the raw records are
 kept in base64), and removed when they name a key: a parked batch whole, whatever else it holds, since
-its records cannot be told apart without reading it. Over-matching is the safe side.
+its records cannot be told apart without reading it. Over-matching is the safe side. A temporary file a
+crash left behind mid-write (`.<name>.<random>.tmp`, `schema._files`) holds a record no store lists:
+one older than `LEFTOVER_AGE_SECONDS` (so never a write in progress) is matched whole the same way.
 
 A file that cannot be read or written (a full disk, a read-only state directory) raises
 `ErasureStateError`, retryable: the ERASE is left for SQS to redeliver.
@@ -20,12 +22,13 @@ A file that cannot be read or written (a full disk, a read-only state directory)
 
 from __future__ import annotations
 
-__all__ = ["ConsumerStores", "StoreCounts"]
+__all__ = ["LEFTOVER_AGE_SECONDS", "ConsumerStores", "StoreCounts"]
 
 import base64
 import binascii
 import logging
 import re
+import time
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,9 @@ from processors.erasure._record_match import ErasedKeys
 
 logger = logging.getLogger(__name__)
 
+# A temporary file older than this is no write in progress (a write takes milliseconds) but a leftover.
+LEFTOVER_AGE_SECONDS = 300.0
+_LEFTOVER_PATTERN = ".*.tmp"
 # A JSON string of base64 text, long enough to hold a record (a stored record's `raw_base64`).
 _BASE64_TEXT = re.compile(rb'"([A-Za-z0-9+/]{16,}={0,2})')
 
@@ -78,6 +84,7 @@ class StoreCounts:
     parked_files_changed: int = 0
     dead_letters_removed: int = 0
     unreadable_files_removed: int = 0
+    leftover_files_removed: int = 0
 
 
 def _names_in_file(keys: ErasedKeys, data: bytes) -> bool:
@@ -120,6 +127,19 @@ def _unreadable_removed(root: Path, keys: ErasedKeys, listed: Collection[Path]) 
     return removed
 
 
+def _leftovers(root: Path, *, older_than: float | None) -> Iterator[tuple[Path, bytes]]:
+    """The temporary files a crash left under `root` (modified before `older_than`, if given)."""
+    if not root.exists():
+        return
+    for path in sorted(root.rglob(_LEFTOVER_PATTERN)):
+        try:
+            if not path.is_file() or (older_than is not None and path.stat().st_mtime >= older_than):
+                continue
+            yield path, path.read_bytes()
+        except FileNotFoundError:  # renamed into place or removed meanwhile
+            continue
+
+
 class ConsumerStores:
     """The quarantine at `quarantine_dir`, the parked work at `parked_dir` and the dead letters at
     `dead_letter_dir`: `from_settings` takes all three from the consumer's settings."""
@@ -129,6 +149,7 @@ class ConsumerStores:
         self._parked = ParkedWork(parked_dir)
         self._parked_dir = parked_dir
         self._dead_letters = DeadLetters(dead_letter_dir)
+        self._roots = (quarantine_dir, parked_dir, dead_letter_dir)
 
     @classmethod
     def from_settings(cls, consumer: ConsumerSettings) -> ConsumerStores:
@@ -145,8 +166,11 @@ class ConsumerStores:
             quarantined, unreadable_q = self._erase_records(self._quarantine, keys)
             dead, unreadable_d = self._erase_records(self._dead_letters, keys)
             removed, changed, unreadable_p = self._erase_parked(keys)
-        counts = StoreCounts(quarantined, removed, changed, dead, unreadable_q + unreadable_d + unreadable_p)
-        if quarantined or removed or dead or counts.unreadable_files_removed:
+            leftovers = self._erase_leftovers(keys)
+        counts = StoreCounts(
+            quarantined, removed, changed, dead, unreadable_q + unreadable_d + unreadable_p, leftovers
+        )
+        if quarantined or removed or dead or counts.unreadable_files_removed or leftovers:
             logger.info(
                 "erasure removed consumer copies",
                 extra={
@@ -155,13 +179,24 @@ class ConsumerStores:
                     "parked_files": changed,
                     "dead_letters": dead,
                     "unreadable_files": counts.unreadable_files_removed,
+                    "leftover_files": leftovers,
                 },
             )
         return counts
 
+    def _erase_leftovers(self, keys: ErasedKeys) -> int:
+        older_than = time.time() - LEFTOVER_AGE_SECONDS  # file times are the file system's clock
+        removed = 0
+        for root in self._roots:
+            for path, data in _leftovers(root, older_than=older_than):
+                if _names_in_file(keys, data):
+                    path.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
     def holds(self, user_id: str) -> bool:
-        """Whether any store holds a record of this user (a file no store can read counts when it
-        names the user)."""
+        """Whether any store holds a record of this user (a file no store can read, or a temporary file
+        of any age, counts when it names the user)."""
         keys = ErasedKeys.of((user_id,))
         if not keys:
             return False
@@ -170,6 +205,11 @@ class ConsumerStores:
                 self._records_hold(self._quarantine, keys)
                 or self._records_hold(self._dead_letters, keys)
                 or self._parked_holds(keys)
+                or any(
+                    _names_in_file(keys, data)
+                    for root in self._roots
+                    for _, data in _leftovers(root, older_than=None)
+                )
             )
 
     # -- quarantine and dead letters: one record a file ---------------------------------------------

@@ -194,6 +194,7 @@ class AccountErasure:
             + stores.parked_records_removed
             + stores.dead_letters_removed
             + stores.unreadable_files_removed
+            + stores.leftover_files_removed
         )
 
     def guarded(self, step: str, fn: Callable[[], _T], deadline: Deadline) -> _T:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import errno
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from pipeline.dead_letter import DeadLetters
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
+from processors.erasure._consumer_stores import LEFTOVER_AGE_SECONDS
 from processors.erasure._errors import ErasureStateError
 from schema.errors import RetryableError
 from tests.processors.erasure.test_record_match import ARN, GONE, KEPT, escaped, record
@@ -111,3 +114,27 @@ def test_a_state_dir_that_cannot_be_written_fails_the_erasure_retryably(
         stores.erase([GONE])
     assert isinstance(raised.value, RetryableError)
     assert (raised.value.step, raised.value.code) == ("consumer-stores", "EROFS")
+
+
+def test_a_temporary_file_a_crash_left_mid_write_is_removed_when_it_names_the_user(
+    root: Path, stores: ConsumerStores
+) -> None:
+    folder = root / "quarantine" / SHARD
+    folder.mkdir(parents=True)
+    long_ago = time.time() - 2 * LEFTOVER_AGE_SECONDS
+    for name, user_id in ((".1.json.gone.tmp", GONE), (".2.json.kept.tmp", KEPT)):
+        (folder / name).write_bytes(b'{"raw_base64": "' + base64.b64encode(record(user_id)))
+        os.utime(folder / name, (long_ago, long_ago))
+    assert stores.holds(GONE)
+    assert stores.erase([GONE]).leftover_files_removed == 1
+    assert sorted(path.name for path in folder.iterdir()) == [".2.json.kept.tmp"]
+
+
+def test_a_temporary_file_of_a_write_in_progress_is_left_to_its_writer(
+    root: Path, stores: ConsumerStores
+) -> None:
+    folder = root / "quarantine" / SHARD
+    folder.mkdir(parents=True)
+    (folder / ".1.json.now.tmp").write_bytes(b'{"raw_base64": "' + base64.b64encode(record(GONE)))
+    assert stores.erase([GONE]).leftover_files_removed == 0
+    assert (folder / ".1.json.now.tmp").exists()
