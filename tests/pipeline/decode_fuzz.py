@@ -568,6 +568,11 @@ def check(rng: random.Random, handlers: Handlers, counts: Counts) -> StreamEvent
             event = decode_record(data, stream_arn=STREAM_ARN, shard_id=SHARD)
     except DecodeError:
         counts.by[f"{shape} refused (DecodeError)"] += 1
+        try:  # for the record: refused although the reference reads it (stricter, never looser)
+            reference(record if raw else orjson.loads(data), raw=raw)
+            counts.by[f"{shape} refused, the reference reads it"] += 1
+        except (Refused, orjson.JSONDecodeError):
+            pass
         return None
     except Exception as error:  # the check itself: nothing else may escape
         counts.fail(f"{shape}: {type(error).__name__} from the decoder")
