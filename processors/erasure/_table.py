@@ -30,6 +30,9 @@ from schema.table import (
 )
 
 _BATCH_WRITE_MAX = 25
+# DynamoDB refuses a partition key value over 2048 bytes (ValidationException, on reads too): no item
+# can sit under a longer one, so the table is not asked about it. The contract allows any key length.
+_PARTITION_KEY_MAX_BYTES = 2048
 _RETRY_PAUSE_SECONDS = 0.05
 
 Key = dict[str, dict[str, str]]
@@ -69,6 +72,11 @@ def _account_named(item: dict[str, Any], sort_key: str) -> str | None:
     return None
 
 
+def _keyable(user_id: str) -> bool:
+    """Whether `USER#<user_id>` can be a partition key at all."""
+    return len(user_pk(user_id).encode("utf-8")) <= _PARTITION_KEY_MAX_BYTES
+
+
 class UserTable:
     """The table's calls an erasure makes, each bounded by the batch timeout and the deadline."""
 
@@ -82,6 +90,8 @@ class UserTable:
 
     def read(self, user_id: str, deadline: Deadline) -> UserItems:
         """Every item under `USER#<user_id>` (all pages)."""
+        if not _keyable(user_id):
+            return UserItems()
         entitlements: list[Key] = []
         cleanups: list[Key] = []
         others: list[Key] = []
@@ -126,6 +136,8 @@ class UserTable:
 
     def has_items(self, user_id: str, deadline: Deadline) -> bool:
         """Whether any item sits under `USER#<user_id>` (one strongly consistent read of one key)."""
+        if not _keyable(user_id):
+            return False
 
         def probe() -> Any:
             with converted("table-read"):

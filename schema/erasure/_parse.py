@@ -28,6 +28,8 @@ from schema.erasure._models import (
 from schema.erasure._schema import MESSAGE_VALIDATOR
 
 _REQUEST_CLASSES = (EraseRequest, RefileRequest, ClassifyRequest, CheckRequest)
+# The characters SQS refuses that JSON leaves as themselves (a lone surrogate never gets this far).
+_SQS_REFUSED = {0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"}
 
 
 def _validated(value: object) -> ErasureMessage | None:
@@ -69,7 +71,11 @@ def is_expired(request: ErasureRequest, now: datetime) -> bool:
 
 
 def serialize_erasure_message(message: ErasureMessage) -> str:
-    """The message as wire JSON: camelCase, times ending in Z, ASCII only (non-ASCII as \\u escapes,
-    which every JSON parser reads back to the same string and SQS always accepts)."""
+    """The message as wire JSON: camelCase, times ending in Z, every character as itself except those
+    JSON must escape (quote, backslash, controls) and the two SQS refuses (U+FFFE, U+FFFF), written as
+    \\u escapes. So a body holds only characters SQS accepts, and an answer that echoes a key takes no
+    more bytes for it than the request did (\\u escapes for all non-ASCII would take up to six times more,
+    past SQS's 256 KiB for a long key the contract accepts)."""
     data = message.model_dump(mode="json", by_alias=True, warnings=False)
-    return json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.translate(_SQS_REFUSED)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -152,3 +153,30 @@ def test_json_the_contract_refuses_is_an_invalid_message_as_in_the_node_referenc
 @pytest.mark.parametrize("body", ["[" * 131_072, "[" * 991 + "x" + "]" * 991, '["\ud800"]'])
 def test_text_that_is_not_json_at_any_depth_is_not_json(body: str) -> None:
     assert _error(body).code is ErasureContractErrorCode.NOT_JSON
+
+
+def test_a_serialised_message_writes_non_ascii_characters_as_themselves() -> None:
+    erase = EraseRequest(
+        request_id="r",
+        send_no=1,
+        expires_at=datetime(2099, 1, 1, tzinfo=UTC),
+        key_kind="ACCOUNT",
+        key="\u00e9\U0001f600",
+    )
+    body = serialize_erasure_message(erase)
+    assert '"key":"\u00e9\U0001f600"' in body
+    assert len(body.encode("utf-8")) < len(json.dumps(json.loads(body)).encode("utf-8"))
+
+
+def test_a_serialised_message_escapes_what_sqs_refuses_and_json_must() -> None:
+    erase = EraseRequest(
+        request_id="r\ufffe\uffff",
+        send_no=1,
+        expires_at=datetime(2099, 1, 1, tzinfo=UTC),
+        key_kind="ACCOUNT",
+        key='k"\\\n\x00\x1f',
+    )
+    body = serialize_erasure_message(erase)
+    assert "\ufffe" not in body and "\uffff" not in body
+    assert all(ch == "\t" or ch >= " " for ch in body)
+    assert parse_erasure_request(body) == erase
