@@ -3,7 +3,7 @@ on stdin/stdout. `main()` only: settings from the environment, the consumer from
 (`entitlements.compose`), then kclpy. It imports no CLI module and makes nothing on AWS.
 
 Nothing here may write to stdout: it is the protocol channel. A refused setting is reported on stderr
-by its field and rule, never its value.
+by its field and rule, never its value; a missing queue by the setup command that makes it.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pipeline.record_processor import KclRecordProcessor
 def main() -> None:
     configure_logging()
     try:
-        settings = load_settings()
-    except SettingsError as refused:
+        consumer = compose.shard_consumer(load_settings())
+    except (SettingsError, compose.SetupMissingError) as refused:
         sys.stderr.write(f"entitlements.child: {refused}\n")
         raise SystemExit(2) from None
-    kcl.KCLProcess(KclRecordProcessor(compose.shard_consumer(settings))).run()
+    kcl.KCLProcess(KclRecordProcessor(consumer)).run()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`entitlements`: the one console script. A thin shell: each command group lives in
 `entitlements/commands/<group>.py`, parses arguments, builds the settings once and calls library code
 or the composition root (`entitlements.compose`). A refused setting ends the command with its field and
-rule on stderr (exit 2), never its value; tracebacks never show local variables."""
+rule on stderr (exit 2), never its value, and a missing queue with the setup command that makes it;
+tracebacks never show local variables."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import importlib
 import typer
 
 from config import SettingsError
+from entitlements.compose import SetupMissingError
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_show_locals=False
@@ -51,6 +53,6 @@ _register()
 def main() -> None:
     try:
         app()
-    except SettingsError as refused:
+    except (SettingsError, SetupMissingError) as refused:
         typer.echo(f"entitlements: {refused}", err=True)
         raise SystemExit(2) from None

@@ -47,6 +47,7 @@ from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
     HttpArrayClient,
+    LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,
 )
@@ -103,17 +104,15 @@ def setup_retry_queues(settings: Settings, queue_name: str = DEFAULT_RETRY_QUEUE
     )
 
 
-def _retry_queue_url(sqs: Any, queue_name: str) -> str:
-    """The retry queue's URL, looked up (never created)."""
+def _queue_url(sqs: Any, queue_name: str, *, what: str, setup: str) -> str:
+    """A queue's URL, looked up (never created). A missing queue names the setup command that makes it."""
     try:
         with converted("SQS GetQueueUrl"):
             return str(sqs.get_queue_url(QueueName=queue_name)["QueueUrl"])
     except AwsTerminalError as failed:
         if failed.code != _MISSING_QUEUE:
             raise
-    raise SetupMissingError(
-        "the cleanup retry queue does not exist: run `entitlements cleanup setup` first"
-    ) from None
+    raise SetupMissingError(f"the {what} does not exist: run `{setup}` first") from None
 
 
 class _CleanupClients:
@@ -123,7 +122,11 @@ class _CleanupClients:
         self.dynamodb = aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
         self.sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
         self.array = HttpArrayClient(settings.array)
-        self.queue_url = _retry_queue_url(self.sqs, queue_name)
+        self.queue_url = _queue_url(
+            self.sqs, queue_name, what="cleanup retry queue", setup="entitlements cleanup setup"
+        )
+        # Which expiries this host deleted at Array: a replay's 404 then still reports the delete.
+        self.deletion_notes = LocalDeletionNotes(settings.consumer.state_dir / "cleanup-deletions")
 
 
 def cleanup_handler(
@@ -141,6 +144,7 @@ def cleanup_handler(
         clock=clock_from_settings(settings.clock),
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
+        deletion_notes=clients.deletion_notes,
     )
 
 
@@ -151,7 +155,8 @@ def retry_worker(
     Outcomes of erased accounts (a cleanup parked before the erasure) are dropped, as at the consumer."""
     clients = _CleanupClients(settings, queue_name)
     return RetryWorker(
-        sqs=clients.sqs,
+        # Not a flush's client: its reads must outlast the worker's long poll.
+        sqs=aws_client(settings.aws, "sqs", **AWS_TIMEOUTS),
         dynamodb=clients.dynamodb,
         array=clients.array,
         table_name=settings.consumer.table_name,
@@ -161,6 +166,7 @@ def retry_worker(
         flush_outcomes=lake.flush,
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
+        deletion_notes=clients.deletion_notes,
     )
 
 
@@ -211,9 +217,9 @@ def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds
     sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
     state = private_dir(settings.consumer.state_dir)  # the ledger and the consumer's stores
     lake = lake_from_settings(settings)
-    with converted("SQS GetQueueUrl"):
-        queue_url = str(sqs.get_queue_url(QueueName=erasure.queue_name)["QueueUrl"])
-        responses_url = str(sqs.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"])
+    setup = "entitlements erasure setup"
+    queue_url = _queue_url(sqs, erasure.queue_name, what="erasure queue", setup=setup)
+    responses_url = _queue_url(sqs, erasure.responses_queue_name, what="erasure responses queue", setup=setup)
     targets = ErasureTargets(
         dynamodb=aws_client(settings.aws, "dynamodb", **bounded),
         table_name=settings.consumer.table_name,

@@ -109,3 +109,16 @@ def test_building_the_shard_consumer_makes_the_state_folder_owner_only(
     compose.setup_retry_queues(settings)
     compose.shard_consumer(settings)
     assert settings.consumer.state_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_erasure_worker_refuses_to_build_before_its_setup_naming_the_command(
+    moto_endpoint: str, tmp_path: Path
+) -> None:
+    settings = load_settings(
+        aws={"endpoint_url": moto_endpoint, "access_key_id": "testing", "secret_access_key": "testing"},
+        consumer={"state_dir": tmp_path / "state"},
+        lake={"root": str(tmp_path / "lake")},
+        erasure={"queue_name": f"erasure-{uuid.uuid4().hex[:8]}"},
+    )
+    with pytest.raises(compose.SetupMissingError, match="entitlements erasure setup"):
+        compose.erasure_worker(settings, settings.erasure, wait_seconds=1)
