@@ -1,0 +1,125 @@
+"""A cleanup flush through the real daemon and child while AWS hangs: moto, in a process of its own, is
+stopped (SIGSTOP) for 30 s in the middle of a flush. The flush returns within its time budget
+(`array.retry_budget_seconds`) + 1 s, and the work it could not finish is parked in the consumer's
+local store (the retry queue hangs too) while moto is still stopped.
+
+Array answers slowly and one call at a time (`array.concurrency` 1), so moto is stopped while the
+flush's first delete is in flight: that expiry's mark and the other expiries' guard reads hang. The
+flush's duration is the one the handler logs for it (`cleanup flush`, `seconds`), read from the daemon's
+log; the parked batch's presence is checked before moto is let go."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from devstack import _writes as writes
+from devstack.fake_array import FakeArrayServer, FaultPlan
+from pipeline.parking import ParkedWork
+from schema.table import EntitlementStatus
+from tests.support.daemon_log import child_entries, logged_at
+from tests.support.kcl import dynamodb, running_consumer, stream_contents
+from tests.support.moto_process import moto_in_its_own_process
+
+pytestmark = pytest.mark.kcl
+
+BUDGET_SECONDS = 4.0
+FROZEN_SECONDS = 30.0
+EXPIRIES = 3
+ARRAY_LATENCY_SECONDS = 1.5  # inside the budget's Array window: the first delete is answered
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T | None], *, timeout: float, interval: float = 0.5) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not reached in time")
+
+
+def test_a_flush_during_a_30_s_aws_hang_returns_within_its_budget_and_parks_its_work(tmp_path: Path) -> None:
+    with (
+        moto_in_its_own_process() as moto,
+        FakeArrayServer(faults=FaultPlan(latency_seconds=ARRAY_LATENCY_SECONDS)) as array,
+        running_consumer(
+            moto.endpoint,
+            tmp_path / "state",
+            array={
+                "base_url": array.url,
+                "retry_budget_seconds": BUDGET_SECONDS,
+                "max_attempts": 2,
+                "concurrency": 1,
+            },
+            # A lease outlives the hang, so the daemon stays the shard's owner throughout.
+            consumer={
+                "failover_time_ms": 60_000,
+                "handler_retry_attempts": 2,
+                "handler_retry_max_seconds": 1.0,
+            },
+        ) as consumer,
+    ):
+        settings = consumer.settings
+        client = dynamodb(moto.endpoint)
+        table = settings.consumer.table_name
+        accounts = {f"user-{uuid.uuid4().hex[:8]}": f"arr-{uuid.uuid4().hex[:8]}" for _ in range(EXPIRIES)}
+        now = datetime.now(UTC)
+        for user, account in accounts.items():
+            row = writes.entitlement_row(
+                user, account, status=EntitlementStatus.ACTIVE, processor_token="tok", now=now
+            )
+            client.put_item(**writes.signup_put(table, row))
+            array.add_users([account])
+        ttl = {"N": str(int(time.time()) + 4)}  # one TTL: one emulator pass, one window
+        for user, account in accounts.items():
+            client.transact_write_items(
+                TransactItems=writes.cancellation_transaction(table, user, account, ttl=ttl, now=now)
+            )
+
+        wait_for(lambda: array.max_in_flight >= 1, timeout=240, interval=0.01)  # the flush's first delete
+        frozen_at = time.time()
+        moto.freeze()
+        try:
+            parked = ParkedWork(settings.consumer.parked_dir)
+            batches = wait_for(
+                lambda: [batch for batch in parked if batch.handler == "cleanup"], timeout=FROZEN_SECONDS
+            )
+            still_frozen = time.time() < frozen_at + FROZEN_SECONDS
+            time.sleep(max(0.0, frozen_at + FROZEN_SECONDS - time.time()))
+        finally:
+            moto.thaw()
+
+        log = settings.consumer.state_dir / "daemon" / "daemon-worker-1.log"
+        flush: dict[str, Any] = wait_for(
+            lambda: next(
+                (e for e in child_entries(log) if e.get("msg") == "cleanup flush" and e.get("cleanups")),
+                None,
+            ),
+            timeout=60,
+        )
+        expiries = {
+            record["dynamodb"]["SequenceNumber"]: record["dynamodb"]["Keys"]["pk"]["S"].removeprefix("USER#")
+            for record in stream_contents(moto.endpoint, consumer.stream_arn)
+            if record["eventName"] == "REMOVE"
+        }
+
+    budget = settings.array.retry_budget_seconds
+    assert flush["cleanups"] == EXPIRIES
+    assert flush["seconds"] <= budget + 1.0
+    assert logged_at(flush) >= frozen_at  # the flush was under way when moto stopped, and ran into it
+    assert still_frozen  # parked while moto was still stopped: nothing waited for AWS to come back
+    unfinished = {
+        sequence for sequence, user in expiries.items() if accounts[user] not in array.deleted_users()
+    }
+    assert len(expiries) == EXPIRIES and unfinished  # the hang left work undone
+    parked_sequences = {record.sequence_number for batch in batches for record in batch.records}
+    assert unfinished <= parked_sequences
