@@ -32,6 +32,7 @@ from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many
 from processors.cleanup._work import CleanupWork
+from schema.aws_errors import aws_error_code
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
 
 logger = logging.getLogger(__name__)
@@ -209,7 +210,7 @@ class RetryWorker:
             try:
                 result = self.run_once()
             except (ClientError, BotoCoreError) as failed:
-                logger.warning("retry worker pass failed", extra={"code": type(failed).__name__})
+                logger.warning("retry worker pass failed", extra={"code": aws_error_code(failed)})
                 stop.wait(5.0)
                 continue
             if result.received == 0:
@@ -248,7 +249,7 @@ class RetryWorker:
                     ],
                 )
             except (ClientError, BotoCoreError) as failed:
-                logger.warning("retry messages not acknowledged", extra={"code": type(failed).__name__})
+                logger.warning("retry messages not acknowledged", extra={"code": aws_error_code(failed)})
                 continue
             if response.get("Failed"):
                 logger.warning("retry messages not acknowledged", extra={"count": len(response["Failed"])})
