@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (
@@ -201,3 +204,34 @@ def test_repark_delays_grow_and_stay_within_sqs_limits(make_worker: Callable[...
     assert delays[:3] == [30, 60, 120]
     assert delays == sorted(delays)
     assert max(delays) == 900
+
+
+class _ThrottledSqs:
+    """An SQS client whose receive is throttled; it asks the worker to stop after the first failure."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._stop = stop
+
+    def receive_message(self, **kwargs: Any) -> Any:
+        self._stop.set()
+        raise ClientError(
+            {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "ReceiveMessage"
+        )
+
+
+def test_a_failed_pass_is_logged_by_its_aws_error_code(caplog: pytest.LogCaptureFixture) -> None:
+    stop = threading.Event()
+    worker = RetryWorker(
+        sqs=_ThrottledSqs(stop),  # type: ignore[arg-type]
+        dynamodb=None,  # type: ignore[arg-type]
+        array=None,  # type: ignore[arg-type]
+        table_name="t",
+        queue_url="http://127.0.0.1:1/q",
+        sink=ListSink(),
+        clock=FixedClock(),
+    )
+    with caplog.at_level(logging.WARNING):
+        worker.run_forever(stop)
+    assert [getattr(r, "code", None) for r in caplog.records if r.msg == "retry worker pass failed"] == [
+        "ThrottlingException"
+    ]
