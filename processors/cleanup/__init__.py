@@ -14,13 +14,16 @@ __all__ = [
     "ErrArrayUserAlreadyDeleted",
     "GuardUnavailableError",
     "HttpArrayClient",
+    "LocalDeletionNotes",
     "RetryQueueError",
     "RetryQueues",
     "ensure_retry_queues",
+    "flush_call_bounds",
     "repair_removed_rows",
 ]
 
 from processors.cleanup._array_client import ArrayClient, HttpArrayClient
+from processors.cleanup._clients import flush_call_bounds
 from processors.cleanup._errors import (
     ArrayCredentialError,
     ArrayRequestRejected,
@@ -30,5 +33,6 @@ from processors.cleanup._errors import (
     RetryQueueError,
 )
 from processors.cleanup._handler import CleanupHandler
+from processors.cleanup._notes import LocalDeletionNotes
 from processors.cleanup._repair import DeletedAccountsSource, repair_removed_rows
 from processors.cleanup._retry_queue import DEFAULT_RETRY_QUEUE_NAME, RetryQueues, ensure_retry_queues

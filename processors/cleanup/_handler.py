@@ -1,11 +1,26 @@
 """The cleanup handler: a pipeline `Handler` that deletes the Array account an expired cleanup record names.
 
-`add` keeps only TTL removals of cleanup records (everything else is ignored, counted). `flush` runs the
-batch's cleanups concurrently (bounded) under one time budget: each is guarded, deleted, and its row
-marked; whatever cannot finish inside the budget (transient Array failures, an expired credential, an
-unreadable GSI1) is parked in the durable retry queue, so the flush returns inside the budget and the
-shard moves on. Only a failure to park keeps work pending: then `flush` raises `RetryableError` and the
-consumer retries it (work already finished is not redone).
+`add` keeps only TTL removals of cleanup records (everything else is ignored, counted) and raises
+`schema.errors.RecordRejected` for one whose own content names no account (an empty `arrayAccountId`, no
+old image, an image that does not fit the record): the consumer dead-letters that record alone and the
+other expiries of the window are executed.
+
+`flush` runs the batch's cleanups concurrently (bounded) under one time budget, `retry_budget_seconds`,
+that every call is inside (DynamoDB, Array, SQS): each cleanup is guarded, deleted, and its row marked.
+
+- Calls to Array start only before `budget - reserve` (the client cuts its last timeout to it).
+- The flush waits for the attempts until `budget - 3/4 reserve`, whatever a DynamoDB call is doing (a
+  hung call is left to its botocore read timeout, in a thread nobody waits for): an attempt not back by
+  then is parked, unless its delete was already answered (then it is finished; a mark that did not
+  answer is recorded as `cleanup.mark_failed`, detail `deadline`).
+- Whatever cannot finish (transient Array failures, an expired credential, an unreadable GSI1, the
+  deadline) is parked in the durable retry queue, ten to a call, a few calls at a time, by `budget`.
+- When the retry queue does not take the work (a refusal, or no answer by `budget`), the work stays
+  pending and `flush` raises `RetryQueueError` (retryable): the consumer retries, then parks the raw
+  records in its local parked store. For `budget` seconds after the retry queue did not answer, a flush
+  with work raises at once, so a hung queue holds the shard once, not at every retry.
+
+Work already finished is never redone by the consumer's retry: only unfinished work stays pending.
 """
 
 from __future__ import annotations
@@ -15,23 +30,26 @@ __all__ = ["HANDLER_NAME", "CleanupHandler", "CleanupStats", "FlushTiming"]
 import logging
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from pipeline.clock import Clock
-from pipeline.events import CleanupExpired, StreamEvent
+from pipeline.events import StreamEvent
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._errors import RetryQueueError
-from processors.cleanup._procedure import CleanupProcedure, CredentialGate, make_outcome
+from processors.cleanup._notes import DeletionNotes
+from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import park_many
-from processors.cleanup._work import CleanupWork, is_cleanup_expiry, work_from_event
-from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink, outcome_id
+from processors.cleanup._work import CleanupWork, cleanup_work_for
+from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind, OutcomeSink
 
 logger = logging.getLogger(__name__)
 
 HANDLER_NAME = "cleanup"
+_SQS_MAX_BATCH = 10  # entries in one SendMessageBatch
+_PARK_CONCURRENCY = 4  # SendMessageBatch calls in flight at once while parking
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +77,8 @@ class CleanupStats:
 
 
 class CleanupHandler:
-    """Register with the consumer's `HandlerRegistry` before the lake's handler, so that the outcomes this
-    handler adds during its flush are flushed by the lake before the checkpoint."""
+    """Register with the consumer's `HandlerRegistry` as feeding the lake (`feeds=("lake",)`), so that
+    the outcomes this handler adds during its flush are flushed by the lake before the checkpoint."""
 
     def __init__(
         self,
@@ -76,6 +94,7 @@ class CleanupHandler:
         retry_budget_seconds: float = 20.0,
         park_reserve_seconds: float | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        deletion_notes: DeletionNotes | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -89,17 +108,24 @@ class CleanupHandler:
         self._budget = retry_budget_seconds
         # Time kept back from the Array calls for parking and marking after the last retry.
         self._reserve = (
-            park_reserve_seconds if park_reserve_seconds is not None else min(2.0, retry_budget_seconds * 0.2)
+            park_reserve_seconds if park_reserve_seconds is not None else min(3.0, retry_budget_seconds * 0.3)
         )
         if not 0 <= self._reserve < retry_budget_seconds:
             raise ValueError("the park reserve must be within the retry budget")
         self._monotonic = monotonic
         self._procedure = CleanupProcedure(
-            dynamodb=dynamodb, array=array, table_name=table_name, clock=clock, monotonic=monotonic
+            dynamodb=dynamodb,
+            array=array,
+            table_name=table_name,
+            clock=clock,
+            monotonic=monotonic,
+            deletion_notes=deletion_notes,
         )
         self._pending: list[CleanupWork] = []
         self._lock = threading.Lock()
         self._timings: list[FlushTiming] = []
+        # Until this `monotonic` instant, the retry queue is taken as unresponsive (it did not answer).
+        self._queue_silent_until: float | None = None
         self.stats = CleanupStats()
 
     @property
@@ -116,31 +142,13 @@ class CleanupHandler:
             return tuple(self._timings)
 
     def add(self, event: StreamEvent) -> None:
-        if is_cleanup_expiry(event) and isinstance(event, CleanupExpired):
-            work = work_from_event(event)
-            with self._lock:
-                self._pending.append(work)
-            self.stats.accepted += 1
+        work = cleanup_work_for(event)  # RecordRejected: the consumer dead-letters this record alone
+        if work is None:
+            self.stats.ignored += 1
             return
-        if isinstance(event, CleanupExpired):
-            # A TTL removal whose old image is missing names no account: nothing can be deleted. It is
-            # recorded as a terminal failure so the audits see this expiry reach a final state.
-            self._sink.add_outcome(
-                OutcomeEvent(
-                    outcome_id=outcome_id(event.event_id, OutcomeKind.CLEANUP_FAILED),
-                    kind=OutcomeKind.CLEANUP_FAILED,
-                    occurred_at=self._clock.now(),
-                    user_id=event.user_id,
-                    array_account_id=None,
-                    source_event_id=event.event_id,
-                    source_stream_arn=event.position.stream_arn,
-                    source_shard_id=event.position.shard_id,
-                    source_sequence_number=event.position.sequence_number,
-                    detail="missing_old_image",
-                )
-            )
-            return
-        self.stats.ignored += 1
+        with self._lock:
+            self._pending.append(work)
+        self.stats.accepted += 1
 
     def discard_pending(self) -> None:
         with self._lock:
@@ -152,34 +160,15 @@ class CleanupHandler:
         if not pending:
             return
         started = self._monotonic()
-        array_deadline = started + self._budget - self._reserve
-        gate = CredentialGate()
-        to_park: list[tuple[CleanupWork, str]] = []
-        with ThreadPoolExecutor(
-            max_workers=min(self._concurrency, len(pending)), thread_name_prefix="cleanup"
-        ) as pool:
-            futures = {
-                pool.submit(self._procedure.attempt, work, deadline=array_deadline, gate=gate): work
-                for work in pending
-            }
-            for future in as_completed(futures):
-                result = future.result()
-                for outcome in result.outcomes:
-                    self._sink.add_outcome(outcome)
-                if result.park_reason is not None:
-                    to_park.append((futures[future], result.park_reason))
-
+        if self._queue_silent_until is not None and started < self._queue_silent_until:
+            logger.warning(
+                "cleanup flush skipped: the retry queue did not answer", extra={"cleanups": len(pending)}
+            )
+            raise RetryQueueError("retry_queue_unresponsive", context=pending[0].context)
+        flush_deadline = started + self._budget
+        to_park = self._attempt_all(pending, started)
         attempts_done = self._monotonic()
-        # Parking is batched (ten to a call), after the workers: a batch cut short by the budget parks
-        # its untried rest in a few calls rather than one call each.
-        codes = park_many(
-            self._sqs,
-            self._queue_url,
-            [
-                (work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}), 0)
-                for work, reason in to_park
-            ],
-        )
+        codes = self._park(to_park, flush_deadline)
         unfinished: list[CleanupWork] = []
         for (work, reason), code in zip(to_park, codes, strict=True):
             if code is None:
@@ -220,3 +209,81 @@ class CleanupHandler:
         )
         if unfinished:
             raise RetryQueueError(f"{len(unfinished)}_unparked", context=unfinished[0].context)
+
+    def _attempt_all(self, pending: Sequence[CleanupWork], started: float) -> list[tuple[CleanupWork, str]]:
+        """Run every attempt; hand their outcomes to the sink; return the work to park, with why."""
+        array_deadline = started + self._budget - self._reserve
+        wait_until = started + self._budget - self._reserve * 0.75
+        gate = CredentialGate()
+        attempts = [(work, AttemptResult()) for work in pending]
+        pool = ThreadPoolExecutor(
+            max_workers=min(self._concurrency, len(pending)), thread_name_prefix="cleanup"
+        )
+        try:
+            futures: list[Future[AttemptResult]] = [
+                pool.submit(self._procedure.attempt, work, deadline=array_deadline, gate=gate, result=result)
+                for work, result in attempts
+            ]
+            wait(futures, timeout=max(0.0, wait_until - self._monotonic()))
+        finally:
+            # A call still hanging ends at its botocore timeout, in a thread nobody waits for.
+            pool.shutdown(wait=False, cancel_futures=True)
+        to_park: list[tuple[CleanupWork, str]] = []
+        late = 0
+        for (work, result), future in zip(attempts, futures, strict=True):
+            outcomes, stage = result.close()
+            for outcome in outcomes:
+                self._sink.add_outcome(outcome)
+            returned = future.done() and not future.cancelled() and future.exception() is None
+            if returned:
+                if result.park_reason is not None:
+                    to_park.append((work, result.park_reason))
+                continue
+            late += 1
+            if any(outcome.kind in FINAL_CLEANUP_OUTCOMES for outcome in outcomes):
+                if stage == "mark":  # deleted; the best-effort mark did not answer in time
+                    self._sink.add_outcome(
+                        make_outcome(self._clock, work, OutcomeKind.CLEANUP_MARK_FAILED, "deadline")
+                    )
+                continue
+            failure = future.exception() if future.done() and not future.cancelled() else None
+            if failure is not None:
+                logger.warning("cleanup attempt failed unexpectedly", extra={"code": type(failure).__name__})
+            to_park.append((work, type(failure).__name__ if failure is not None else f"{stage}:deadline"))
+        if late:
+            logger.warning("cleanup attempts not back within the budget", extra={"count": late})
+        return to_park
+
+    def _park(self, to_park: Sequence[tuple[CleanupWork, str]], deadline: float) -> list[str | None]:
+        """Park the work (attempt + 1) by `deadline`, ten to a call, a few calls at a time: per item, None
+        when the retry queue took it, else a short code. A call not answered by then counts as refusing
+        its ten (`timeout`), and the queue is taken as unresponsive for one budget."""
+        works = [
+            (work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}), 0)
+            for work, reason in to_park
+        ]
+        chunks = [works[start : start + _SQS_MAX_BATCH] for start in range(0, len(works), _SQS_MAX_BATCH)]
+        if not chunks:
+            return []
+        pool = ThreadPoolExecutor(
+            max_workers=min(_PARK_CONCURRENCY, len(chunks)), thread_name_prefix="cleanup-park"
+        )
+        try:
+            futures = [pool.submit(park_many, self._sqs, self._queue_url, chunk) for chunk in chunks]
+            wait(futures, timeout=max(0.0, deadline - self._monotonic()))
+        finally:
+            # A call still hanging ends at its botocore timeout, in a thread nobody waits for.
+            pool.shutdown(wait=False, cancel_futures=True)
+        codes: list[str | None] = []
+        silent = False
+        for chunk, future in zip(chunks, futures, strict=True):
+            if not future.done() or future.cancelled():
+                silent = True
+                codes.extend(["timeout"] * len(chunk))
+            elif (failure := future.exception()) is not None:
+                logger.warning("parking failed unexpectedly", extra={"code": type(failure).__name__})
+                codes.extend([type(failure).__name__] * len(chunk))
+            else:
+                codes.extend(future.result())
+        self._queue_silent_until = self._monotonic() + self._budget if silent else None
+        return codes

@@ -3,11 +3,15 @@
 1. the in-use guard: GSI1 lists the rows naming the account; an Active one refuses the delete (recorded);
    an unreadable GSI1 parks the work (fail closed: never delete blind);
 2. the delete at Array, of the account the record names; 404 is success; 401/403 and exhausted transient
-   failures park; any other refusal is a terminal failure (recorded);
+   failures park; any other refusal is a terminal failure (recorded). A 2xx is noted (`DeletionNotes`),
+   so that a replay whose repeat delete answers 404 still reports the delete this processor made;
 3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
    conditional update; best effort: a failure is recorded, never retried.
 
-The attempt returns its outcomes rather than emitting them, so that only one thread talks to the sink.
+The attempt records its outcomes in an `AttemptResult` rather than emitting them, so that only one thread
+talks to the sink. The caller may stop waiting for an attempt (its flush's deadline): it then `close`s the
+result, takes the outcomes recorded so far (a delete already answered is not lost), and an attempt that
+carries on after that records nothing more and never starts a delete.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from processors.cleanup._errors import (
     ErrArrayUserAlreadyDeleted,
     GuardUnavailableError,
 )
+from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._table import RowRef, business_time, find_rows_for_account, mark_row_removed
 from processors.cleanup._work import CleanupWork
 from schema.errors import RetryableError, TerminalError
@@ -61,6 +66,34 @@ class AttemptResult:
     outcomes: list[OutcomeEvent] = field(default_factory=list)
     # Set when the work must be parked (a short reason code); None when it reached a final state.
     park_reason: str | None = None
+    # Where the attempt is: "guard", "array", "mark", then "done" (the code of a deadline's park).
+    stage: str = "start"
+    closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, outcome: OutcomeEvent) -> None:
+        with self._lock:
+            if not self.closed:
+                self.outcomes.append(outcome)
+
+    def park(self, reason: str) -> None:
+        with self._lock:
+            if not self.closed:
+                self.park_reason = reason
+
+    def enter(self, stage: str) -> bool:
+        """Move to `stage`; False once the caller has closed the result (stop: nobody reads on)."""
+        with self._lock:
+            if self.closed:
+                return False
+            self.stage = stage
+            return True
+
+    def close(self) -> tuple[list[OutcomeEvent], str]:
+        """Stop recording; the outcomes so far and the stage the attempt had reached."""
+        with self._lock:
+            self.closed = True
+            return list(self.outcomes), self.stage
 
 
 def make_outcome(
@@ -90,44 +123,66 @@ class CleanupProcedure:
         table_name: str,
         clock: Clock,
         monotonic: Callable[[], float] = time.monotonic,
+        deletion_notes: DeletionNotes | None = None,
     ) -> None:
         self._dynamodb = dynamodb
         self._array = array
         self._table_name = table_name
         self._clock = clock
         self._monotonic = monotonic
+        self._notes = deletion_notes
 
     def outcome(self, work: CleanupWork, kind: OutcomeKind, detail: str | None = None) -> OutcomeEvent:
         return make_outcome(self._clock, work, kind, detail)
 
     def attempt(
-        self, work: CleanupWork, *, deadline: float | None, gate: CredentialGate | None = None
+        self,
+        work: CleanupWork,
+        *,
+        deadline: float | None,
+        gate: CredentialGate | None = None,
+        result: AttemptResult | None = None,
     ) -> AttemptResult:
-        result = AttemptResult()
-        if deadline is not None and self._monotonic() >= deadline:
-            result.park_reason = "budget"
+        """Guard, delete, mark. `deadline` (a `monotonic` instant) bounds the start of every call to
+        Array; past it the work parks (`budget`). Outcomes go to `result` (a new one by default)."""
+        result = result if result is not None else AttemptResult()
+        if self._past(deadline):
+            result.park("budget")
             return result
         if gate is not None and gate.code is not None:  # Array refuses our credentials: ask nobody
-            result.park_reason = gate.code
+            result.park(gate.code)
+            return result
+        if not result.enter("guard"):
             return result
         try:
             rows = find_rows_for_account(self._dynamodb, self._table_name, work.array_account_id)
         except GuardUnavailableError as failed:
-            result.park_reason = f"guard:{failed.code}"
+            result.park(f"guard:{failed.code}")
             return result
         if any(row.is_active for row in rows):
-            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "active_row"))
+            result.add(self.outcome(work, OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "active_row"))
+            result.enter("done")
             return result
         if gate is not None and gate.code is not None:  # tripped while the guard read GSI1
-            result.park_reason = gate.code
+            result.park(gate.code)
             return result
-
+        if self._past(deadline):  # the guard's read took the time left: never start a delete late
+            result.park("budget")
+            return result
+        if not result.enter("array"):
+            return result
         final = self._delete(work, deadline, gate, result)
         if final is None:
+            result.enter("done")
             return result
-        result.outcomes.append(final)
-        result.outcomes.append(self._mark(work, rows))
+        result.add(final)
+        if result.enter("mark"):
+            result.add(self._mark(work, rows))
+            result.enter("done")
         return result
+
+    def _past(self, deadline: float | None) -> bool:
+        return deadline is not None and self._monotonic() >= deadline
 
     def _delete(
         self, work: CleanupWork, deadline: float | None, gate: CredentialGate | None, result: AttemptResult
@@ -136,29 +191,49 @@ class CleanupProcedure:
         try:
             self._array.delete_user(work.array_account_id, deadline=deadline)
         except ErrArrayUserAlreadyDeleted:
+            if self._deleted_earlier(work):  # our own delete, whose outcome a crash lost
+                return self.outcome(work, OutcomeKind.CLEANUP_DELETED, "earlier_attempt")
             return self.outcome(work, OutcomeKind.CLEANUP_ALREADY_DELETED, ErrArrayUserAlreadyDeleted.code)
         except ArrayCredentialError as failed:
             if gate is not None:
                 gate.trip(failed.code)
-            result.park_reason = failed.code
+            result.park(failed.code)
             return None
         except ArrayTransientError as failed:
-            result.park_reason = failed.code
+            result.park(failed.code)
             return None
         except ArrayRequestRejected as failed:
-            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_FAILED, failed.code))
+            result.add(self.outcome(work, OutcomeKind.CLEANUP_FAILED, failed.code))
             return None
         except TerminalError as failed:
-            result.outcomes.append(self.outcome(work, OutcomeKind.CLEANUP_FAILED, type(failed).__name__))
+            result.add(self.outcome(work, OutcomeKind.CLEANUP_FAILED, type(failed).__name__))
             return None
         except RetryableError as failed:
-            result.park_reason = type(failed).__name__
+            result.park(type(failed).__name__)
             return None
         except Exception as failed:  # an unexpected client fault: parking is safe (a repeat answers 404)
             logger.warning("unexpected Array client error", extra={"code": type(failed).__name__})
-            result.park_reason = type(failed).__name__
+            result.park(type(failed).__name__)
             return None
+        self._note_deleted(work)
         return self.outcome(work, OutcomeKind.CLEANUP_DELETED)
+
+    def _note_deleted(self, work: CleanupWork) -> None:
+        if self._notes is None:
+            return
+        try:
+            self._notes.note(work.source_event_id)
+        except OSError as failed:  # the delete stands; only a replay's report of it is weaker
+            logger.warning("deletion note not written", extra={"code": type(failed).__name__})
+
+    def _deleted_earlier(self, work: CleanupWork) -> bool:
+        if self._notes is None:
+            return False
+        try:
+            return self._notes.noted(work.source_event_id)
+        except OSError as failed:
+            logger.warning("deletion notes unreadable", extra={"code": type(failed).__name__})
+            return False
 
     def _mark(self, work: CleanupWork, rows: list[RowRef]) -> OutcomeEvent:
         if not rows:

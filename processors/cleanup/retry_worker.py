@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from pipeline.clock import Clock
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
+from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many
 from processors.cleanup._work import CleanupWork
@@ -77,6 +78,7 @@ class RetryWorker:
         wait_time_seconds: int = 1,
         messages_per_pass: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        deletion_notes: DeletionNotes | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -94,7 +96,12 @@ class RetryWorker:
             raise ValueError("messages_per_pass must be at least 1")
         self._monotonic = monotonic
         self._procedure = CleanupProcedure(
-            dynamodb=dynamodb, array=array, table_name=table_name, clock=clock, monotonic=monotonic
+            dynamodb=dynamodb,
+            array=array,
+            table_name=table_name,
+            clock=clock,
+            monotonic=monotonic,
+            deletion_notes=deletion_notes,
         )
 
     def repark_delay(self, attempt: int) -> int:

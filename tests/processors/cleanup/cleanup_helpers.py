@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -71,3 +72,32 @@ def receive_all(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
         if not batch:
             return messages
         messages.extend(batch)
+
+
+def expiry_record(user_id: str, account: str, *, event_id: str, sequence_number: str) -> bytes:
+    """The stream record of a TTL removal of a stale-account record naming `account`, as the daemon hands
+    it to the child (the adapter's shape: JSON, epoch milliseconds, lowercase `userIdentity`)."""
+    key = {name: {"S": value} for name, value in stale_key(user_id, account).items()}
+    return json.dumps(
+        {
+            "eventID": event_id,
+            "eventName": "REMOVE",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "eu-west-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1772366400000,
+                "Keys": key,
+                "OldImage": {
+                    **key,
+                    "userId": {"S": user_id},
+                    "arrayAccountId": {"S": account},
+                    "ttl": {"N": "1772366000"},
+                },
+                "SequenceNumber": sequence_number,
+                "SizeBytes": 120,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "userIdentity": {"principalId": "dynamodb.amazonaws.com", "type": "Service"},
+        }
+    ).encode()

@@ -3,12 +3,15 @@ events built directly, an in-memory outcome sink and a fixed clock."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
@@ -166,3 +169,68 @@ def drain_queue(sqs: Any) -> Callable[[str], list[dict[str, Any]]]:
         return receive_all(sqs, queue_url)
 
     return drain
+
+
+class _Silent:
+    """A loopback server that accepts every connection and never answers: a hung dependency."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._connections: list[socket.socket] = []
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        self._listener.settimeout(0.05)
+        while not self._stopped.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._connections.append(connection)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+        for connection in self._connections:  # a call still waiting on one fails now
+            connection.close()
+
+
+@pytest.fixture
+def hanging_endpoint() -> Iterator[str]:
+    """The URL of a loopback server that accepts connections and never answers."""
+    server = _Silent()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def hung_client(hanging_endpoint: str) -> Callable[..., Any]:
+    """A boto3 client of `service` on the hanging endpoint; `read_timeout` (seconds) as given."""
+
+    def make(service: str, *, read_timeout: float, **config: Any) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=hanging_endpoint,
+            region_name="eu-west-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            config=Config(
+                connect_timeout=1,
+                read_timeout=read_timeout,
+                retries={"mode": "standard", "total_max_attempts": 1},
+                **config,
+            ),
+        )
+
+    return make

@@ -11,6 +11,7 @@ import pytest
 from devstack.fake_array import FakeArrayServer
 from pipeline.decode import decode_stream_record
 from processors.cleanup import CleanupHandler
+from schema.errors import RecordRejected
 from schema.outcomes import OutcomeKind
 from tests.processors.cleanup.cleanup_helpers import STREAM_ARN, ListSink
 
@@ -92,3 +93,32 @@ def test_a_cleanup_record_removed_by_anyone_but_ttl_deletes_nothing(
     handler.flush()
     assert fake_array.calls() == []
     assert sink.outcomes == []
+
+
+def _without_account(record: dict[str, Any]) -> dict[str, Any]:
+    del record["dynamodb"]["OldImage"]["arrayAccountId"]
+    return record
+
+
+def _with_numeric_account(record: dict[str, Any]) -> dict[str, Any]:
+    record["dynamodb"]["OldImage"]["arrayAccountId"] = {"N": "5"}
+    return record
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        _remove("CLEANUP#STALE#acct-old", "", TTL_IDENTITY),
+        _without_account(_remove("CLEANUP#STALE#acct-old", "acct-old", TTL_IDENTITY)),
+        _with_numeric_account(_remove("CLEANUP#CANCELLATION", "acct-old", TTL_IDENTITY)),
+    ],
+    ids=["empty-account-id", "no-account-id", "numeric-account-id"],
+)
+def test_a_ttl_removal_of_a_cleanup_record_naming_no_account_is_rejected_for_the_dead_letter(
+    record: dict[str, Any], handler: CleanupHandler, fake_array: FakeArrayServer
+) -> None:
+    event = decode_stream_record(record, stream_arn=STREAM_ARN, shard_id="s-1")
+    with pytest.raises(RecordRejected):
+        handler.add(event)
+    handler.flush()
+    assert fake_array.calls() == []

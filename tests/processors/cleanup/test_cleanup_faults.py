@@ -23,11 +23,9 @@ EXPIRIES = 1_000
 GUARDED = 40  # of those, cancellation records left behind by a failed reactivation: the row is Active
 BATCH = 100
 BUDGET = 3.0
-# Time a flush may run past its budget. Inside the budget, the handler keeps a reserve (20%) for what
-# follows the last Array attempt; past it come only the in-flight attempts' last calls (each cut to the time
-# left) and parking (one SQS call per ten cleanups). On a shared test box, under moto (whose SQS send is
-# linear in the queue's length), one such call has been seen to take a second.
-MARGIN = 3.0
+# Time a flush may run past its budget: none is planned (every call, parking included, is inside it);
+# this is the slack of a shared test box (thread scheduling after the deadline).
+MARGIN = 1.0
 
 
 def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_lost(
@@ -71,6 +69,8 @@ def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_l
             clock=clock,
             concurrency=settings.concurrency,
             retry_budget_seconds=settings.retry_budget_seconds,
+            # Half the budget kept back from Array: parking ~50 cleanups on a loaded moto takes its time.
+            park_reserve_seconds=BUDGET / 2,
         )
 
         def retry_worker(concurrency: int) -> RetryWorker:

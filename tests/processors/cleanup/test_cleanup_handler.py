@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -20,6 +21,7 @@ from pipeline.events import (
     EntitlementRemoved,
     EntitlementStatusChanged,
     StreamEvent,
+    UnknownItemChanged,
 )
 from pipeline.handlers import Handler
 from processors.cleanup import (
@@ -27,11 +29,13 @@ from processors.cleanup import (
     ArrayTransientError,
     CleanupHandler,
     HttpArrayClient,
+    LocalDeletionNotes,
     RetryQueueError,
     RetryQueues,
 )
+from schema.errors import RecordRejected, RetryableError
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
-from schema.table import EntitlementRow, ItemKind
+from schema.table import EntitlementRow, ItemKind, UnknownItem
 from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
 
 K = OutcomeKind
@@ -192,6 +196,8 @@ def test_a_replayed_expiry_is_safe_the_repeat_delete_answers_404(
         K.CLEANUP_ROW_MARKED,
     ]
     assert sink.outcomes[-1].detail == "already_removed"
+    # One final outcome per expiry: the replay's answer has the first one's identity (it replaces it).
+    assert sink.outcomes[0].outcome_id == sink.outcomes[2].outcome_id
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -418,14 +424,69 @@ def test_a_deleted_account_with_no_row_records_the_mark_failure(
     assert sink.outcomes[1].detail == "row_not_found"
 
 
-def test_an_expiry_without_its_old_image_is_recorded_as_a_failure(
+def test_an_expiry_without_its_old_image_is_rejected_and_nothing_is_done(
     make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer, sink: ListSink
 ) -> None:
-    event = msgspec.structs.replace(make_expiry("u1", "acct-1"), old_item=None)
-    _run(make_handler(), event)
+    handler = make_handler()
+    with pytest.raises(RecordRejected):
+        handler.add(msgspec.structs.replace(make_expiry("u1", "acct-1"), old_item=None))
+    handler.flush()
     assert fake_array.calls() == []
-    assert sink.kinds() == [K.CLEANUP_FAILED]
-    assert sink.outcomes[0].detail == "missing_old_image"
+    assert sink.outcomes == []
+
+
+@pytest.mark.parametrize("account", ["", "   "])
+def test_an_expiry_naming_an_empty_account_is_rejected_and_the_other_expiries_of_its_window_run(
+    account: str,
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1", "acct-2", "acct-3"])
+    put_rows([("u1", "acct-1", "Superseded"), ("u2", "acct-2", "Superseded"), ("u3", "acct-3", "Cancelled")])
+    window = [
+        make_expiry("u1", "acct-1"),
+        make_expiry("u2", "acct-2"),
+        make_expiry("u9", account),
+        make_expiry("u3", "acct-3", ItemKind.CANCELLATION),
+    ]
+    handler = make_handler()
+    rejected = []
+    for event in window:  # as the consumer adds them: a rejection is that record's alone
+        try:
+            handler.add(event)
+        except RecordRejected as error:
+            rejected.append((event.event_id, error))
+    handler.flush()
+    assert [event_id for event_id, _ in rejected] == [window[2].event_id]
+    assert sorted(fake_array.deleted_users()) == ["acct-1", "acct-2", "acct-3"]
+    assert sink.kinds().count(K.CLEANUP_DELETED) == 3
+    assert str(rejected[0][1]).startswith(
+        "a cleanup expiry whose record has an empty or blank arrayAccountId"
+    )
+
+
+def test_a_ttl_removal_under_a_cleanup_key_whose_image_does_not_fit_is_rejected(
+    make_handler: Callable[..., CleanupHandler], fake_array: FakeArrayServer
+) -> None:
+    expired = make_expiry("u1", "acct-1")
+    unreadable = UnknownItemChanged(
+        event_id=expired.event_id,
+        change=ChangeKind.REMOVE,
+        position=expired.position,
+        created_at=expired.created_at,
+        keys=expired.keys,
+        item_kind=ItemKind.STALE,
+        user_id="u1",
+        ttl_deletion=True,
+        old_item=UnknownItem(pk=expired.keys["pk"], sk=expired.keys["sk"]),
+    )
+    handler = make_handler()
+    with pytest.raises(RecordRejected):
+        handler.add(unreadable)
+    handler.flush()
+    assert fake_array.calls() == []
 
 
 def test_outcomes_name_their_source_event_and_use_the_clock_passed_in(
@@ -538,3 +599,149 @@ def test_each_flush_is_recorded_with_its_timestamps(
     [timing] = handler.flush_timings
     assert timing.cleanups == 2
     assert timing.finished >= timing.started
+
+
+# -- every call of a flush inside its budget --------------------------------------------------------
+
+
+class _Hung:
+    """A client whose `hung` calls go to a server that never answers, the others to `inner`."""
+
+    def __init__(self, inner: Any, silent: Any, *hung: str) -> None:
+        self._inner = inner
+        self._silent = silent
+        self._hung = frozenset(hung)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._silent if name in self._hung else self._inner, name)
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_gsi1_read_parks_the_work_within_the_budget_and_never_deletes(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    hung_client: Callable[..., Any],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    # The read timeout is far past the budget: the flush's own deadline is what bounds it.
+    table = _Hung(dynamodb, hung_client("dynamodb", read_timeout=120), "query")
+    handler = make_handler(dynamodb=table, retry_budget_seconds=2.0)
+    _run(handler, make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    assert fake_array.calls() == []
+    assert sink.kinds() == [K.CLEANUP_PARKED]
+    assert sink.outcomes[0].detail == "guard:deadline"
+    [parked] = _parked(sqs, retry_queues, drain_queue)
+    assert parked["park_reason"] == "guard:deadline"
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_mark_after_the_delete_finishes_the_cleanup_and_records_the_mark_as_failed(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    hung_client: Callable[..., Any],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+    retry_queues: RetryQueues,
+    sqs: Any,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    table = _Hung(dynamodb, hung_client("dynamodb", read_timeout=120), "update_item")
+    _run(make_handler(dynamodb=table, retry_budget_seconds=2.0), make_expiry("u1", "acct-1"))
+    assert fake_array.deleted_users() == ["acct-1"]
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED]
+    assert sink.outcomes[1].detail == "deadline"
+    assert _parked(sqs, retry_queues, drain_queue) == []  # finished: the delete was answered
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_retry_queue_keeps_the_work_pending_and_the_flush_raises_a_retryable_error(
+    make_handler: Callable[..., CleanupHandler],
+    hung_client: Callable[..., Any],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    fake_array.expire_credentials()  # the delete is refused: the work must be parked
+    put_row("u1", "acct-1", "Superseded")
+    handler = make_handler(sqs=hung_client("sqs", read_timeout=120), retry_budget_seconds=2.0)
+    handler.add(make_expiry("u1", "acct-1"))
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()
+    assert isinstance(raised.value, RetryableError)  # the consumer parks the raw records locally
+    assert handler.stats.park_failures == 1
+    assert K.CLEANUP_PARKED not in sink.kinds()
+
+
+@pytest.mark.timeout(60)
+def test_after_the_retry_queue_did_not_answer_the_next_flush_raises_at_once_and_calls_nobody(
+    make_handler: Callable[..., CleanupHandler],
+    hung_client: Callable[..., Any],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    fake_array.expire_credentials()
+    put_row("u1", "acct-1", "Superseded")
+    handler = make_handler(sqs=hung_client("sqs", read_timeout=120), retry_budget_seconds=2.0)
+    handler.add(make_expiry("u1", "acct-1"))
+    with pytest.raises(RetryQueueError):
+        handler.flush()
+    calls = len(fake_array.calls())
+    with pytest.raises(RetryQueueError):
+        handler.flush()  # the consumer's retry
+    assert len(fake_array.calls()) == calls
+
+
+def test_the_guard_reads_gsi1_before_the_delete(
+    make_handler: Callable[..., CleanupHandler],
+    dynamodb: Any,
+    array_client: HttpArrayClient,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+) -> None:
+    calls: list[str] = []
+
+    class Table:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(dynamodb, name)
+
+    class Array:
+        def delete_user(self, array_user_id: str, *, deadline: float | None = None) -> None:
+            calls.append("delete_user")
+            array_client.delete_user(array_user_id, deadline=deadline)
+
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    _run(make_handler(dynamodb=Table(), array=Array()), make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    assert calls == ["query", "delete_user", "update_item"]
+
+
+def test_a_replay_after_a_crash_lost_the_deletes_outcome_still_reports_deleted(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    tmp_path: Path,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    event = make_expiry("u1", "acct-1")
+    lost = ListSink()  # the first process's outcomes never reach the lake: it is killed before its flush
+    _run(make_handler(sink=lost, deletion_notes=LocalDeletionNotes(tmp_path / "notes")), event)
+    replay = ListSink()
+    _run(make_handler(sink=replay, deletion_notes=LocalDeletionNotes(tmp_path / "notes")), event)
+    assert [c.status for c in fake_array.calls()] == [200, 404]
+    [final] = [o for o in replay.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES]
+    assert (final.kind, final.detail) == (K.CLEANUP_DELETED, "earlier_attempt")
+    assert final.outcome_id == lost.outcomes[0].outcome_id
