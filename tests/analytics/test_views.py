@@ -15,6 +15,7 @@ import pytest
 
 from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
 from analytics.lake._files import list_parquet, write_parquet_atomic
+from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
 from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files, views_read_by
 from config import LakeSettings
@@ -344,3 +345,21 @@ def test_steps_of_a_replayed_expiry_are_kept_beside_its_one_final_outcome(lake: 
     finally:
         con.close()
     assert kinds == [("cleanup.deleted",), ("cleanup.row_marked",)]
+
+
+def test_views_created_on_any_connection_hide_the_users_masked_in_the_lake(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    write_mask(lake, ["u001"])
+    con = duckdb.connect()
+    create_views(con, lake)
+    assert con.execute("SELECT count(*) FROM changes WHERE user_id = 'u001'").fetchall() == [(0,)]
+
+
+def test_a_caller_mask_adds_to_the_lake_mask_and_never_replaces_it(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    write_mask(lake, ["u001"])
+    con = connect(lake, mask=["u002"])
+    hidden = con.execute("SELECT count(*) FROM changes WHERE user_id IN ('u001', 'u002')").fetchall()
+    assert hidden == [(0,)]
