@@ -240,7 +240,7 @@ def decode_record(
         if record is not None:  # the typed branch
             ddb = record.dynamodb
             keys = {name: value.value for name, value in ddb.Keys.items()}
-            new, old = _typed_item(ddb.NewImage), _typed_item(ddb.OldImage)
+            new, old = _typed_item("NewImage", ddb.NewImage), _typed_item("OldImage", ddb.OldImage)
             return _event(
                 record, keys, new, old,
                 stream_arn=stream_arn, shard_id=shard_id, read_at=sequence_number, adapter=True,
@@ -281,6 +281,9 @@ def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...
     order = [field.name for field in msgspec.structs.fields(cls)]
     kind_first = order[0] == "kind"
     assert order[kind_first : kind_first + len(names)] == list(names), "declared attributes lead the fields"
+    if not kind_first:  # then its one kind is the default, and built positionally it takes that
+        default = next(field.default for field in msgspec.structs.fields(cls) if field.name == "kind")
+        assert item_class(default) is cls, "a class built without its kind has that kind by default"
     return (
         cls,
         operator.attrgetter(*(f"{name}.value" for name in names)),
@@ -297,12 +300,19 @@ _COMPLETE: Final[tuple[tuple[Any, ...], ...]] = tuple(
 )
 
 
-def _typed_item(image: Any) -> Item | None:
+def _typed_item(section: str, image: Any) -> Item | None:
     """The item of a typed image: built directly when it holds exactly the attributes of the class its
     sort key names (every value's type is then the wire shape's, derived from that class), else through
-    `parse_item`, as the generic branch does."""
+    `parse_item`, as the generic branch does. A number that is not one names its section, as there."""
     if image is UNSET:
         return None
+    try:
+        return _typed_item_of(image)
+    except DecodeError as error:
+        raise DecodeError(f"{section}: {error.reason}") from None
+
+
+def _typed_item_of(image: Any) -> Item | None:
     for cls, values, others, absent, sk_index, numbers, kind_first in _COMPLETE:
         try:
             fields = values(image)

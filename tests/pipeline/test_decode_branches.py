@@ -51,6 +51,7 @@ attribute_values = st.one_of(
     st.just({"BOOL": True}),
     st.just({"NULL": True}),
     st.just({"SS": ["a"]}),
+    st.sampled_from([{"N": "x1"}, {"N": "1E+126"}, {"S": 1}]),  # refused alike by both branches
 )
 item_attributes = ["pk", "sk", "userId", "arrayAccountId", "status", "ttl", "createdAt", "kind", "other"]
 
