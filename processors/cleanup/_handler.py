@@ -231,10 +231,12 @@ class CleanupHandler:
         to_park: list[tuple[CleanupWork, str]] = []
         late = 0
         for (work, result), future in zip(attempts, futures, strict=True):
+            # Whether it returned is read before the result is closed: an attempt that returns after
+            # the close recorded nothing past it, so it counts as late (parked, or finished if final).
+            returned = future.done() and not future.cancelled() and future.exception() is None
             outcomes, stage = result.close()
             for outcome in outcomes:
                 self._sink.add_outcome(outcome)
-            returned = future.done() and not future.cancelled() and future.exception() is None
             if returned:
                 if result.park_reason is not None:
                     to_park.append((work, result.park_reason))
@@ -249,7 +251,10 @@ class CleanupHandler:
             failure = future.exception() if future.done() and not future.cancelled() else None
             if failure is not None:
                 logger.warning("cleanup attempt failed unexpectedly", extra={"code": type(failure).__name__})
-            to_park.append((work, type(failure).__name__ if failure is not None else f"{stage}:deadline"))
+            if failure is not None:
+                to_park.append((work, type(failure).__name__))
+            else:  # not started ("budget": not reached), or still waiting on a call ("guard:deadline")
+                to_park.append((work, "budget" if stage == "start" else f"{stage}:deadline"))
         if late:
             logger.warning("cleanup attempts not back within the budget", extra={"count": late})
         return to_park

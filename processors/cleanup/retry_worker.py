@@ -5,7 +5,9 @@ procedure as the stream handler (guard, delete, mark the row), so a parked delet
 the row. Work that still cannot finish is re-sent as a new message (attempt + 1, with a growing delay) and a
 `cleanup.parked` outcome is recorded. A message is deleted only after its outcomes were handed to the sink
 and, when given, `flush_outcomes` returned: a crash in between redelivers it, and a redelivery is safe
-(outcome ids are deterministic per attempt; a repeat delete answers 404, which is success).
+(a step's outcome id is deterministic per attempt and a final outcome's per expiry, so the redelivery
+replaces what it repeats; a repeat delete answers 404, which is success, and the deletion notes still
+report it as this processor's delete).
 
 A message the worker cannot read is left alone: after the queue's `maxReceiveCount` receives, SQS moves it
 to the dead-letter queue.
