@@ -25,6 +25,7 @@ __all__ = [
     "lake_eraser",
     "lake_handler",
     "retry_worker",
+    "setup_erasure_channel",
     "setup_retry_queues",
     "shard_consumer",
 ]
@@ -55,9 +56,11 @@ from processors.cleanup.retry_worker import RetryWorker
 from processors.erasure import (
     LEDGER_DIR_NAME,
     ConsumerStores,
+    ErasureChannel,
     ErasureLedger,
     ErasureTargets,
     ErasureWorker,
+    ensure_erasure_channel,
     erased_filter,
 )
 from schema.aws_errors import AwsTerminalError, converted
@@ -205,6 +208,12 @@ def shard_consumer(settings: Settings) -> ShardConsumer:
 
 
 # -- the erasure subscriber -------------------------------------------------------------------------
+
+
+def setup_erasure_channel(settings: Settings, erasure: ErasureSettings) -> ErasureChannel:
+    """Create (or bring to the contract) the store's erasure queue, its dead-letter queue, the topic
+    subscription and the responses queue: the setup command's job (`entitlements erasure setup`)."""
+    return ensure_erasure_channel(aws_client(settings.aws, "sqs"), aws_client(settings.aws, "sns"), erasure)
 
 
 def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds: int = 20) -> ErasureWorker:

@@ -17,12 +17,10 @@ import typer
 
 from config import ErasureSettings, Settings, load_settings
 from entitlements import compose
-from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from processors.erasure import (
     ErasureConfigError,
     checked_timings,
-    ensure_erasure_channel,
 )
 from schema.erasure import (
     REQUEST_TYPES,
@@ -120,9 +118,7 @@ def setup() -> None:
     configure_logging()
     settings, erasure = _settings()
     try:
-        channel = ensure_erasure_channel(
-            aws_client(settings.aws, "sqs"), aws_client(settings.aws, "sns"), erasure
-        )
+        channel = compose.setup_erasure_channel(settings, erasure)
     except ErasureConfigError as refused:
         typer.echo(f"setup refused: {refused}", err=True)
         raise typer.Exit(code=2) from None

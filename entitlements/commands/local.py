@@ -1,4 +1,5 @@
-"""`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator.
+"""`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator, and (unless
+`--no-setup`) what the setup commands make: the cleanup's retry queues and the erasure channel.
 
 Prints the endpoints and the environment to export so that every other command (simulate, consume, the
 processors) talks to this stack and shares its clock; runs until Ctrl-C or SIGTERM.
@@ -18,9 +19,11 @@ from types import FrameType
 from typing import Annotated
 
 import typer
+from pydantic import SecretStr
 
-from config import ClockSettings, Settings, load_settings
+from config import AwsSettings, ClockSettings, Settings, load_settings
 from devstack.stack import LocalStack, StackEndpoints
+from entitlements import compose
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
 
@@ -68,6 +71,24 @@ def stack_environment(endpoints: StackEndpoints, clock: ClockSettings) -> dict[s
     return env
 
 
+def _set_up(settings: Settings, endpoints: StackEndpoints) -> None:
+    """What `entitlements cleanup setup` and `entitlements erasure setup` make, on the local stack."""
+    local = settings.model_copy(
+        update={
+            "aws": AwsSettings(
+                endpoint_url=endpoints.endpoint_url,
+                region=endpoints.region,
+                access_key_id=SecretStr(_LOCAL_CREDENTIAL),
+                secret_access_key=SecretStr(_LOCAL_CREDENTIAL),
+            )
+        }
+    )
+    queues = compose.setup_retry_queues(local)
+    channel = compose.setup_erasure_channel(local, local.erasure)
+    typer.echo(f"cleanup retry queue: {queues.queue_url}")
+    typer.echo(f"erasure queue: {channel.queue_url}")
+
+
 @app.command("up")
 def up(
     *,
@@ -82,6 +103,13 @@ def up(
         float, typer.Option(min=0.01, help="Real seconds between TTL emulator passes.")
     ] = 1.0,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Create the entitlements table.")] = True,
+    setup: Annotated[
+        bool,
+        typer.Option(
+            "--setup/--no-setup",
+            help="Also run `cleanup setup` and `erasure setup` against the stack (the consumer needs them).",
+        ),
+    ] = True,
     env_file: Annotated[
         Path | None, typer.Option(help="Also write the exports to this file (mode 0600).")
     ] = None,
@@ -106,6 +134,8 @@ def up(
     signal.signal(signal.SIGINT, request_stop)
     endpoints = stack.start()
     try:
+        if setup:
+            _set_up(settings, endpoints)
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
             for name, value in stack_environment(endpoints, clock_settings).items()

@@ -145,3 +145,9 @@ def test_local_up_env_file_is_private(running: Running, tmp_path_factory: pytest
 
 def test_local_up_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert stop(start_local_up(tmp_path).process) == 0
+
+
+def test_local_up_makes_the_queues_the_setup_commands_make(running: Running) -> None:
+    sqs = client(running.exports["ENTITLEMENTS_AWS__ENDPOINT_URL"], "sqs")
+    names = {url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])}
+    assert {"entitlements-cleanup-retry", "entitlements-erasure", "erasure-responses"} <= names
