@@ -51,6 +51,7 @@ from processors.cleanup import (
     LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,
+    flush_call_bounds,
 )
 from processors.cleanup.retry_worker import RetryWorker
 from processors.erasure import (
@@ -66,7 +67,7 @@ from processors.erasure import (
 from schema.aws_errors import AwsTerminalError, converted
 from schema.errors import TerminalError
 
-# Every AWS call the cleanup makes returns within these, so the handler's time budget holds.
+# Bounds for the AWS calls of the setup and repair commands (the flush's clients get `flush_call_bounds`).
 AWS_TIMEOUTS: dict[str, Any] = {"connect_timeout": 2, "read_timeout": 5}
 _MISSING_QUEUE = "AWS.SimpleQueueService.NonExistentQueue"
 
@@ -122,8 +123,10 @@ class _CleanupClients:
     """What the stream handler and the retry worker both call: the table, the retry queue, Array."""
 
     def __init__(self, settings: Settings, queue_name: str) -> None:
-        self.dynamodb = aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
-        self.sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
+        # Each DynamoDB and SQS call, its retry included, ends inside the flush's time budget.
+        bounds = flush_call_bounds(settings.array.retry_budget_seconds)
+        self.dynamodb = aws_client(settings.aws, "dynamodb", **bounds)
+        self.sqs = aws_client(settings.aws, "sqs", **bounds)
         self.array = HttpArrayClient(settings.array)
         self.queue_url = _queue_url(
             self.sqs, queue_name, what="cleanup retry queue", setup="entitlements cleanup setup"
