@@ -116,8 +116,6 @@ _INSERT: Final = ChangeKind.INSERT
 _MODIFY: Final = ChangeKind.MODIFY
 _REMOVE: Final = ChangeKind.REMOVE
 _CHANGES: Final = {"INSERT": _INSERT, "MODIFY": _MODIFY, "REMOVE": _REMOVE}
-_ENTITLEMENT: Final = ItemKind.ENTITLEMENT
-_CLEANUP_KINDS: Final = (ItemKind.CANCELLATION, ItemKind.STALE)
 # Creation times in epoch milliseconds below this (2**32 s) convert exactly through a float: its error is
 # under half a microsecond there and `datetime.fromtimestamp` rounds to the microsecond.
 _EXACT_MILLIS_LIMIT: Final = 2**32 * 1000
@@ -295,6 +293,7 @@ def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...
     )
 
 
+_ITEM_CLASS: Final[dict[ItemKind, Any]] = {kind: item_class(kind) for kind in ItemKind}
 _COMPLETE: Final[tuple[tuple[Any, ...], ...]] = tuple(
     _complete(cls) for cls in (EntitlementRow, CleanupRecord)
 )
@@ -307,30 +306,26 @@ def _typed_item(section: str, image: Any) -> Item | None:
     if image is UNSET:
         return None
     try:
-        return _typed_item_of(image)
+        for cls, values, others, absent, sk_index, numbers, kind_first in _COMPLETE:
+            try:
+                fields = values(image)
+            except AttributeError:
+                continue
+            kind = item_kind(fields[sk_index])
+            if others(image) != absent or _ITEM_CLASS.get(kind) is not cls:
+                break
+            if numbers:
+                fields = list(fields)
+                for index in numbers:
+                    fields[index] = parse_number(fields[index])
+            build: Any = cls  # the class itself (mypy would narrow it by the comparison above)
+            return build(kind, *fields) if kind_first else build(*fields)  # type: ignore[no-any-return]
+        out = {}
+        for name, value in zip(_WIRE_NAMES, msgspec.structs.astuple(image), strict=True):
+            if value is not UNSET:
+                out[name] = parse_number(value.value) if name in _WIRE_NUMBERS else value.value
     except DecodeError as error:
         raise DecodeError(f"{section}: {error.reason}") from None
-
-
-def _typed_item_of(image: Any) -> Item | None:
-    for cls, values, others, absent, sk_index, numbers, kind_first in _COMPLETE:
-        try:
-            fields = values(image)
-        except AttributeError:
-            continue
-        kind = item_kind(fields[sk_index])
-        if others(image) != absent or item_class(kind) is not cls:
-            break
-        if numbers:
-            fields = list(fields)
-            for index in numbers:
-                fields[index] = parse_number(fields[index])
-        build: Any = cls  # the class itself (mypy would narrow it by the comparison above)
-        return build(kind, *fields) if kind_first else build(*fields)  # type: ignore[no-any-return]
-    out = {}
-    for name, value in zip(_WIRE_NAMES, msgspec.structs.astuple(image), strict=True):
-        if value is not UNSET:
-            out[name] = parse_number(value.value) if name in _WIRE_NUMBERS else value.value
     return parse_item(out) if out else None  # the adapter writes an absent image as {}
 
 
@@ -483,7 +478,7 @@ def _event(
         ttl_deletion = change is _REMOVE and kind_ == TTL_IDENTITY_TYPE and principal == TTL_PRINCIPAL
 
     # The user: the item's userId (new image first), else what follows USER# in the partition key.
-    user_id = _user_of(new_item)
+    user_id = new_item.userId if isinstance(new_item, EntitlementRow | CleanupRecord) else _user_of(new_item)
     if type(user_id) is not str or not user_id:
         user_id = _user_of(old_item)
     if type(user_id) is not str or not user_id:
@@ -497,11 +492,11 @@ def _event(
     event_class = _classify(kind, change, new_item, old_item, ttl_deletion)
     position = StreamPosition(stream_arn=stream_arn, shard_id=shard_id, sequence_number=sequence)
     if event_class is EntitlementStatusChanged:
-        assert isinstance(old_item, EntitlementRow) and isinstance(new_item, EntitlementRow)
+        rows: Any = (old_item, new_item)  # both entitlement rows (`_classify`)
         return EntitlementStatusChanged(
             event_id=event_id, change=change, position=position, created_at=created_at, keys=keys,
-            item_kind=kind, user_id=user_id, ttl_deletion=ttl_deletion, old_item=old_item,
-            new_item=new_item, from_status=old_item.status, to_status=new_item.status,
+            item_kind=kind, user_id=user_id, ttl_deletion=ttl_deletion, old_item=rows[0],
+            new_item=rows[1], from_status=rows[0].status, to_status=rows[1].status,
         )  # fmt: skip
     return event_class(
         event_id=event_id, change=change, position=position, created_at=created_at, keys=keys,
@@ -520,20 +515,17 @@ def _classify(
 ) -> type[StreamEvent]:
     """The event class of a change (see the module's table): the images must be the ones the change
     implies (INSERT: new only; MODIFY: both; REMOVE: old, if any) and of the kind's item class."""
-    if kind is _ENTITLEMENT:
-        cls: type[Item] = EntitlementRow
-    elif kind in _CLEANUP_KINDS:
-        cls = CleanupRecord
-    else:
+    cls = _ITEM_CLASS.get(kind)
+    if cls is None:
         return UnknownItemChanged
-    new_fits = isinstance(new_item, cls)
-    old_fits = isinstance(old_item, cls)
+    new_fits = type(new_item) is cls
+    old_fits = type(old_item) is cls
     if change is _MODIFY:
         if new_fits and old_fits:
             if cls is CleanupRecord:
                 return CleanupUpdated
-            assert isinstance(new_item, EntitlementRow) and isinstance(old_item, EntitlementRow)
-            return EntitlementUpdated if new_item.status == old_item.status else EntitlementStatusChanged
+            same = new_item.status == old_item.status  # type: ignore[union-attr]
+            return EntitlementUpdated if same else EntitlementStatusChanged
     elif change is _INSERT:
         if new_fits and old_item is None:
             return EntitlementCreated if cls is EntitlementRow else CleanupScheduled
