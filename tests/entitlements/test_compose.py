@@ -10,6 +10,7 @@ import pytest
 
 from config import Settings, load_settings
 from entitlements import compose
+from processors.cleanup import flush_call_bounds
 from tests.support.dynamodb import client
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
@@ -122,3 +123,16 @@ def test_the_erasure_worker_refuses_to_build_before_its_setup_naming_the_command
     )
     with pytest.raises(compose.SetupMissingError, match="entitlements erasure setup"):
         compose.erasure_worker(settings, settings.erasure, wait_seconds=1)
+
+
+def test_the_cleanup_clients_keep_each_call_inside_the_flush_budget(
+    moto_endpoint: str, tmp_path: Path, queue_name: str
+) -> None:
+    settings = _settings(moto_endpoint, tmp_path)
+    compose.setup_retry_queues(settings, queue_name)
+    clients = compose._CleanupClients(settings, queue_name)
+    bounds = flush_call_bounds(settings.array.retry_budget_seconds)
+    configs = (clients.dynamodb.meta.config, clients.sqs.meta.config)
+    assert {(c.connect_timeout, c.read_timeout) for c in configs} == {
+        (bounds["connect_timeout"], bounds["read_timeout"])
+    }
