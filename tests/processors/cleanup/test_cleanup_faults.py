@@ -1,7 +1,7 @@
 """The fault test: 1,000 expiries while the fake Array fails 30% of calls (5xx or timeouts) and expires its
 credentials once. Every account ends deleted once the retry worker has drained, nothing is lost, no account
-of an Active row is touched, and the recorded flush timestamps show no flush held the shard longer than the
-retry budget plus a margin (a recorded property, not a speed test)."""
+of an Active row is touched, and every flush returned (none raised: parking kept up). How long a flush may
+hold the shard is bounded by construction and specified by the handler's hung-dependency tests."""
 
 from __future__ import annotations
 
@@ -23,9 +23,6 @@ EXPIRIES = 1_000
 GUARDED = 40  # of those, cancellation records left behind by a failed reactivation: the row is Active
 BATCH = 100
 BUDGET = 3.0
-# Time a flush may run past its budget: none is planned (every call, parking included, is inside it);
-# this is the slack of a shared test box (thread scheduling after the deadline).
-MARGIN = 1.0
 
 
 def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_lost(
@@ -143,8 +140,7 @@ def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_l
     assert drain_queue(retry_queues.dlq_url) == []
     assert len({o.outcome_id for o in sink.outcomes}) == len(sink.outcomes)
 
-    # The recorded flushes: none held the shard longer than the retry budget plus the margin.
+    # Every flush returned and took its whole batch.
     timings = handler.flush_timings
     assert len(timings) == EXPIRIES // BATCH
     assert sum(t.cleanups for t in timings) == EXPIRIES
-    assert max(t.seconds for t in timings) <= BUDGET + MARGIN
