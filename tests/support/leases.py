@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
+
 from tests.support.kcl import dynamodb
 
 
@@ -33,3 +35,17 @@ def checkpointed_past(endpoint: str, application_name: str, shard_id: str, seque
         if checkpoint.isdigit() and int(checkpoint) >= int(sequence_number):
             return True
     return False
+
+
+def only_shard(endpoint: str, stream_arn: str) -> str:
+    """The id of the stream's one shard (a new moto stream has one)."""
+    streams = boto3.client(
+        "dynamodbstreams",
+        endpoint_url=endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
+    assert len(shards) == 1
+    return str(shards[0]["ShardId"])
