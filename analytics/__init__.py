@@ -3,6 +3,7 @@
 `connect(lake)` opens the views, hiding every user an erasure has masked in the lake (always).
 """
 
+from analytics.deleted_accounts import LakeDeletedAccounts
 from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, lake_from_settings, open_lake, snapshot
 from analytics.views import connect
@@ -10,6 +11,7 @@ from analytics.views import connect
 __all__ = [
     "AnalyticsLakeEraser",
     "Lake",
+    "LakeDeletedAccounts",
     "LakeHandler",
     "connect",
     "lake_from_settings",

@@ -10,19 +10,16 @@ the one place the retry queues are made (the KCL child only looks them up).
 
 from __future__ import annotations
 
-__all__ = ["LakeDeletedAccounts", "app"]
+__all__ = ["app"]
 
 import signal
 import threading
-from collections.abc import Iterator
 from types import FrameType
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from analytics import LakeHandler, lake_from_settings
-from analytics.lake import Lake
-from analytics.views import connect
+from analytics import LakeDeletedAccounts, LakeHandler, lake_from_settings
 from config import load_settings
 from entitlements import compose
 from entitlements._clients import aws_client
@@ -32,7 +29,6 @@ from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     repair_removed_rows,
 )
-from schema.outcomes import OutcomeKind
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -42,29 +38,6 @@ QueueOption = Annotated[str, typer.Option("--queue-name", help="The retry queue 
 @app.callback()
 def cleanup() -> None:
     """Array account cleanup: the retry queue, its worker, and the repair of unmarked rows."""
-
-
-class LakeDeletedAccounts:
-    """`DeletedAccountsSource` over the lake's `outcomes` view (deduplicated): every account cleanup
-    recorded as deleted or already deleted."""
-
-    _KINDS = (OutcomeKind.CLEANUP_DELETED.value, OutcomeKind.CLEANUP_ALREADY_DELETED.value)
-
-    def __init__(self, lake: Lake) -> None:
-        self._lake = lake
-
-    def deleted_accounts(self) -> Iterator[tuple[str | None, str]]:
-        con = connect(self._lake)
-        try:
-            rows: list[tuple[Any, Any]] = con.execute(
-                "SELECT DISTINCT user_id, array_account_id FROM outcomes "
-                "WHERE kind IN (?, ?) AND array_account_id IS NOT NULL ORDER BY array_account_id",
-                list(self._KINDS),
-            ).fetchall()
-        finally:
-            con.close()
-        for user_id, account in rows:
-            yield (None if user_id is None else str(user_id)), str(account)
 
 
 @app.command()

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from analytics import LakeHandler, open_lake
+from analytics import LakeDeletedAccounts, LakeHandler, open_lake
 from config import load_settings
 from devstack.fake_array import FakeArrayServer
 from entitlements import compose
 from entitlements.cli import app as cli
-from entitlements.commands.cleanup import LakeDeletedAccounts
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import ItemKind
 from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
@@ -71,19 +70,6 @@ def test_setup_creates_the_retry_queue_and_its_dead_letter_queue(
     assert f"retry queue: {url}" in result.output
     assert f"dead-letter queue: {dlq}" in result.output
     assert runner.invoke(cli, ["cleanup", "setup", "--queue-name", queue_name], env=env).exit_code == 0
-
-
-def test_the_lake_adapter_lists_each_account_cleanup_deleted_once(tmp_path: Path) -> None:
-    _land(
-        tmp_path / "lake",
-        _outcome(OutcomeKind.CLEANUP_DELETED, "u1", "acct-1"),
-        _outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, "u2", "acct-2"),
-        _outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, "u1", "acct-1"),  # a replay
-        _outcome(OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "u3", "acct-3"),
-        _outcome(OutcomeKind.CLEANUP_PARKED, "u4", "acct-4"),
-    )
-    source = LakeDeletedAccounts(open_lake(str(tmp_path / "lake")))
-    assert list(source.deleted_accounts()) == [("u1", "acct-1"), ("u2", "acct-2")]
 
 
 def test_repair_dry_run_lists_the_unmarked_rows_and_changes_nothing(
