@@ -22,7 +22,6 @@ __all__ = [
     "OutcomeEvent",
     "OutcomeKind",
     "OutcomeSink",
-    "final_rank",
     "outcome_id",
     "preferred_outcome",
 ]
@@ -47,6 +46,13 @@ class OutcomeKind(StrEnum):
     CLEANUP_ROW_MARKED = "cleanup.row_marked"  # the entitlement row was set Removed
     CLEANUP_MARK_FAILED = "cleanup.mark_failed"  # best effort step failed (the seed's admitted gap)
     ERASURE_COMPLETED = "erasure.completed"
+    # The service's Array link writes (arraylink, from the endpoint or the relinker): no stream record
+    # is written for a link (its put changes nothing), so these outcomes are its record.
+    LINK_LINKED = "link.linked"
+    LINK_NOT_ACTIVE = "link.not_active"  # SaveIfActive refused the write: terminal, never retried
+    LINK_FAILED = "link.failed"  # retries exhausted (the job is redelivered) or a downstream refusal
+    # A second Array signup whose retire of the old row was refused: the new row was kept alone.
+    SECOND_SIGNUP_RETIRE_REFUSED = "second_signup.retire_refused"
 
 
 # The final outcomes of an expired cleanup, the one to keep first: of two recorded for one expiry (a crash
@@ -62,7 +68,7 @@ FINAL_CLEANUP_OUTCOMES = frozenset(FINAL_OUTCOME_PRECEDENCE)
 _FINAL = "final"
 
 
-def final_rank(kind: OutcomeKind) -> int | None:
+def _final_rank(kind: OutcomeKind) -> int | None:
     """A final outcome's place in `FINAL_OUTCOME_PRECEDENCE` (0 is kept first); None for a step."""
     return FINAL_OUTCOME_PRECEDENCE.index(kind) if kind in FINAL_CLEANUP_OUTCOMES else None
 
@@ -99,7 +105,7 @@ class OutcomeEvent(BaseModel):
 def preferred_outcome(kept: OutcomeEvent, new: OutcomeEvent) -> OutcomeEvent:
     """Of two outcomes with one identity, the one to keep: the first in `FINAL_OUTCOME_PRECEDENCE` for
     final outcomes, else (a repeat of the same step) the one kept already."""
-    kept_rank, new_rank = final_rank(kept.kind), final_rank(new.kind)
+    kept_rank, new_rank = _final_rank(kept.kind), _final_rank(new.kind)
     if kept_rank is not None and new_rank is not None and new_rank < kept_rank:
         return new
     return kept
