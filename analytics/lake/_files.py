@@ -99,7 +99,8 @@ def change_file_name(stream_arn: str, shard_id: str, first_key: str, last_key: s
 
 
 def outcome_file_name(outcome_ids: Iterable[str]) -> str:
-    """Deterministic: named by a digest of the sorted outcome ids it holds."""
+    """Deterministic: named by a digest of the sorted tokens of the outcomes it holds (the landing passes
+    `<outcome id>:<kind>`, so a replay's final outcome, same id and another kind, gets a file of its own)."""
     return f"outcomes_{digest('|'.join(sorted(outcome_ids)), 32)}.parquet"
 
 
