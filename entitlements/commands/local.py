@@ -1,5 +1,7 @@
-"""`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator, and (unless
-`--no-setup`) what the setup commands make: the cleanup's retry queues and the erasure channel.
+"""`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator, the fakes the
+service calls (Array, transactions-service; `devstack.fake_array`, `devstack.fake_transactions`, on
+127.0.0.1 too), and (unless `--no-setup`) what the setup commands make: the cleanup's retry queues and the
+erasure channel.
 
 Prints the endpoints and the environment to export so that every other command (simulate, consume, the
 processors) talks to this stack and shares its clock; runs until Ctrl-C or SIGTERM.
@@ -22,6 +24,8 @@ import typer
 from pydantic import SecretStr
 
 from config import AwsSettings, ClockSettings, Settings, load_settings
+from devstack.fake_array import FakeArrayServer
+from devstack.fake_transactions import FakeTransactionsServer
 from devstack.stack import LocalStack, StackEndpoints
 from entitlements import compose
 from entitlements._logging import configure_logging
@@ -44,8 +48,15 @@ def _clock_settings(settings: Settings, speed: float | None, start: datetime | N
     return ClockSettings(start=begin, anchor=now, speed=speed if speed is not None else 1.0)
 
 
-def stack_environment(endpoints: StackEndpoints, clock: ClockSettings) -> dict[str, str]:
-    """The variables that point the project's settings (and the AWS SDKs) at the local stack."""
+def stack_environment(
+    endpoints: StackEndpoints,
+    clock: ClockSettings,
+    *,
+    array_url: str | None = None,
+    transactions_url: str | None = None,
+) -> dict[str, str]:
+    """The variables that point the project's settings (and the AWS SDKs) at the local stack and its
+    fakes."""
     env = {
         "ENTITLEMENTS_AWS__ENDPOINT_URL": endpoints.endpoint_url,
         "ENTITLEMENTS_AWS__REGION": endpoints.region,
@@ -56,6 +67,10 @@ def stack_environment(endpoints: StackEndpoints, clock: ClockSettings) -> dict[s
         env["ENTITLEMENTS_CONSUMER__TABLE_NAME"] = endpoints.table_name
     if endpoints.stream_arn is not None:
         env["ENTITLEMENTS_CONSUMER__STREAM_ARN"] = endpoints.stream_arn
+    if array_url is not None:
+        env["ENTITLEMENTS_ARRAY__BASE_URL"] = array_url
+    if transactions_url is not None:
+        env["ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL"] = transactions_url
     if clock.start is not None:
         env["ENTITLEMENTS_CLOCK__START"] = clock.start.isoformat()
         env["ENTITLEMENTS_CLOCK__ANCHOR"] = (clock.anchor or clock.start).isoformat()
@@ -103,6 +118,15 @@ def up(
         float, typer.Option(min=0.01, help="Real seconds between TTL emulator passes.")
     ] = 1.0,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Create the entitlements table.")] = True,
+    array_port: Annotated[
+        int, typer.Option(min=0, max=65535, help="The fake Array's port on 127.0.0.1; 0 picks a free one.")
+    ] = 0,
+    transactions_port: Annotated[
+        int,
+        typer.Option(
+            min=0, max=65535, help="The fake transactions-service's port on 127.0.0.1; 0 picks a free one."
+        ),
+    ] = 0,
     setup: Annotated[
         bool,
         typer.Option(
@@ -114,7 +138,8 @@ def up(
         Path | None, typer.Option(help="Also write the exports to this file (mode 0600).")
     ] = None,
 ) -> None:
-    """Run moto + the TTL emulator (+ the table) on 127.0.0.1 until Ctrl-C."""
+    """Run moto + the TTL emulator (+ the table) and the fake Array and transactions-service on 127.0.0.1
+    until Ctrl-C."""
     configure_logging()
     settings = load_settings()
     clock_settings = _clock_settings(settings, clock_speed, clock_start)
@@ -132,13 +157,26 @@ def up(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    # Every account exists at the fake Array until its first delete, so that cleanups of rows written
+    # straight to the table (the simulator's planted anomalies) find their accounts, as in production.
+    array = FakeArrayServer(
+        port=array_port,
+        app_key=settings.array.app_key.get_secret_value(),
+        server_token=settings.array.server_token.get_secret_value(),
+        every_account_exists=True,
+    )
+    transactions = FakeTransactionsServer(port=transactions_port)
     endpoints = stack.start()
     try:
+        array.start()
+        transactions.start()
         if setup:
             _set_up(settings, endpoints)
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
-            for name, value in stack_environment(endpoints, clock_settings).items()
+            for name, value in stack_environment(
+                endpoints, clock_settings, array_url=array.url, transactions_url=transactions.url
+            ).items()
         )
         if env_file is not None:
             env_file.parent.mkdir(parents=True, exist_ok=True)
@@ -152,9 +190,13 @@ def up(
             typer.echo(f"stream: {endpoints.stream_arn}")
         speed = f" (simulated clock x{clock_settings.speed})" if clock_settings.start else ""
         typer.echo(f"ttl emulator: running{speed}")
+        typer.echo(f"fake Array: {array.url}")
+        typer.echo(f"fake transactions-service: {transactions.url}")
         typer.echo("# export these in other shells:")
         typer.echo(exports, nl=False)
         typer.echo("# Ctrl-C to stop", err=True)
         stop.wait()
     finally:
+        transactions.stop()
+        array.stop()
         stack.stop()

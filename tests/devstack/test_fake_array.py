@@ -9,7 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from devstack.fake_array import DEFAULT_APP_KEY, DEFAULT_SERVER_TOKEN, FakeArrayServer, FaultPlan
+from devstack.fake_array import (
+    CREATE_USER,
+    DEFAULT_APP_KEY,
+    DEFAULT_SERVER_TOKEN,
+    PROCESSOR_TOKEN,
+    FakeArrayServer,
+    FaultPlan,
+)
 
 HEADERS = {"x-array-server-token": DEFAULT_SERVER_TOKEN}
 
@@ -76,7 +83,7 @@ def test_post_with_the_method_override_header_is_a_delete(
 
 def test_other_methods_answer_405(http: httpx.Client) -> None:
     assert http.get("/api/user/v2").status_code == 405
-    assert http.post("/api/user/v2", json={"userId": "x"}, headers=HEADERS).status_code == 405
+    assert http.put("/api/user/v2", json={"userId": "x"}, headers=HEADERS).status_code == 405
 
 
 def test_a_missing_or_wrong_server_token_answers_401(server: FakeArrayServer, http: httpx.Client) -> None:
@@ -245,3 +252,129 @@ def test_in_demo_mode_every_account_exists_until_its_first_delete() -> None:
             for _ in range(2)
         ]
     assert statuses == [200, 404]
+
+
+# ---- the service's calls: create-user and processor-token ---------------------------------------------
+
+
+def _create(http: httpx.Client, user_id: object, **headers: str) -> httpx.Response:
+    return http.post(
+        "/api/user/v2", json={"appKey": DEFAULT_APP_KEY, "clientKey": user_id}, headers={**HEADERS, **headers}
+    )
+
+
+def _link(http: httpx.Client, array_user: object, token: object = "ptok-1") -> httpx.Response:
+    return http.post(
+        "/api/user/v2/processor-token",
+        json={"appKey": DEFAULT_APP_KEY, "userId": array_user, "processorToken": token},
+        headers=HEADERS,
+    )
+
+
+def test_create_user_answers_201_with_a_new_account_that_then_exists(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    response = _create(http, "u1")
+    account = response.json()["userId"]
+    assert (response.status_code, server.has_user(account)) == (201, True)
+    assert server.accounts_created_for("u1") == [account]
+
+
+def test_a_second_create_user_for_the_same_user_makes_another_account(http: httpx.Client) -> None:
+    first, second = _create(http, "u1").json()["userId"], _create(http, "u1").json()["userId"]
+    assert first != second
+
+
+def test_reuse_next_answers_200_with_the_account_the_user_already_holds(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    account = _create(http, "u1").json()["userId"]
+    server.reuse_next("u1")
+    again = _create(http, "u1")
+    assert (again.status_code, again.json()["userId"]) == (200, account)
+    assert _create(http, "u1").json()["userId"] != account  # only the next call
+
+
+def test_create_user_refuses_a_wrong_token_a_wrong_app_key_and_a_missing_client_key(
+    http: httpx.Client,
+) -> None:
+    assert _create(http, "u1", **{"x-array-server-token": "wrong"}).status_code == 401
+    wrong_key = http.post("/api/user/v2", json={"appKey": "wrong", "clientKey": "u1"}, headers=HEADERS)
+    assert wrong_key.status_code == 403
+    assert _create(http, "").status_code == 400
+
+
+def test_processor_token_links_an_existing_array_user_and_404s_an_unknown_one(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    account = _create(http, "u1").json()["userId"]
+    assert _link(http, account).status_code == 200
+    assert _link(http, "arr-unknown").status_code == 404
+    assert server.links(account) == 1
+
+
+def test_processor_token_without_a_string_token_answers_400(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    server.add_users(["arr-1"])
+    assert _link(http, "arr-1", token=None).status_code == 400
+
+
+def test_a_deleted_account_can_no_longer_be_linked(server: FakeArrayServer, http: httpx.Client) -> None:
+    account = _create(http, "u1").json()["userId"]
+    assert _delete(http, account).status_code == 200
+    assert _link(http, account).status_code == 404
+
+
+def test_each_call_kind_has_its_own_fault_plan_and_counts(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    account = _create(http, "u1").json()["userId"]
+    server.set_faults(call=PROCESSOR_TOKEN, error_rate=1.0)
+    assert _link(http, account).status_code in (500, 502, 503)
+    assert _create(http, "u2").status_code == 201  # create-user's plan is untouched
+    assert server.call_count_of(CREATE_USER) == 2
+    assert server.call_count_of(PROCESSOR_TOKEN, status=200) == 0
+    assert server.calls() == []  # the delete record holds deletes only
+
+
+def test_a_hold_keeps_a_processor_token_call_inside_the_fake_until_its_event(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    account = _create(http, "u1").json()["userId"]
+    hold = server.hold(PROCESSOR_TOKEN, key=account, until="second-signup-done")
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_link, http, account)
+        assert hold.wait_arrived(5)
+        assert not pending.done()
+        assert server.links(account) == 0
+        server.hooks.set("second-signup-done")
+        assert pending.result(5).status_code == 200
+    assert hold.released.is_set()
+
+
+def test_a_hold_for_one_account_lets_other_accounts_through(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    held, free = _create(http, "u1").json()["userId"], _create(http, "u2").json()["userId"]
+    server.hold(PROCESSOR_TOKEN, key=held, until="never-fired")
+    assert _link(http, free).status_code == 200
+
+
+def test_holds_and_events_can_be_driven_over_the_admin_paths(
+    server: FakeArrayServer, http: httpx.Client
+) -> None:
+    created = http.post("/__admin/holds", json={"call": "create_user", "key": "u1", "until": "go"}).json()
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_create, http, "u1")
+        assert server.hooks.get(created["id"]) is not None
+        assert server.hooks.get(created["id"]).wait_arrived(5)  # type: ignore[union-attr]
+        assert http.get(f"/__admin/holds/{created['id']}").json()["arrived"] is True
+        assert http.post("/__admin/events/go").status_code == 200
+        assert pending.result(5).status_code == 201
+
+
+def test_admin_faults_name_the_call_they_change(server: FakeArrayServer, http: httpx.Client) -> None:
+    http.post("/__admin/faults", json={"call": "create_user", "latency_seconds": 0.01})
+    assert server.faults_for(CREATE_USER).latency_seconds == 0.01
+    assert server.faults.latency_seconds == 0.0

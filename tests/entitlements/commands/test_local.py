@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
 from config import ClockSettings, load_settings
 from devstack.stack import StackEndpoints
 from entitlements.commands.local import stack_environment
+from schema.array import primary_account_path
 from tests.support.dynamodb import client
 
 ENDPOINTS = StackEndpoints(
@@ -151,3 +153,30 @@ def test_local_up_makes_the_queues_the_setup_commands_make(running: Running) -> 
     sqs = client(running.exports["ENTITLEMENTS_AWS__ENDPOINT_URL"], "sqs")
     names = {url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])}
     assert {"entitlements-cleanup-retry", "entitlements-erasure", "erasure-responses"} <= names
+
+
+def test_local_up_runs_the_fake_array_it_exports_and_prints(running: Running) -> None:
+    url = running.exports["ENTITLEMENTS_ARRAY__BASE_URL"]
+    assert f"fake Array: {url}" in running.stdout.read_text()
+    assert httpx.get(f"{url}/__admin/stats", timeout=5).status_code == 200
+
+
+def test_local_up_runs_the_fake_transactions_service_it_exports_and_prints(running: Running) -> None:
+    url = running.exports["ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL"]
+    assert f"fake transactions-service: {url}" in running.stdout.read_text()
+    assert httpx.get(url + primary_account_path("u1"), timeout=5).status_code == 200
+
+
+def test_the_exports_point_the_array_and_transactions_settings_at_the_fakes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = stack_environment(
+        ENDPOINTS, SIMULATED, array_url="http://127.0.0.1:1", transactions_url="http://127.0.0.1:2"
+    )
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    assert (settings.array.base_url, settings.service.transactions_base_url) == (
+        "http://127.0.0.1:1",
+        "http://127.0.0.1:2",
+    )
