@@ -22,6 +22,14 @@ module as `copy` and calls `copy.deepcopy(self.tables[name])` for its backup in
 `get_table`, `get_keys_value`; `Table.items` (hash -> range -> Item, or hash -> Item), `Table.get_item`,
 `Table.has_range_key`, `Table.hash_key_attr`, `Table.range_key_attr`, `Table.stream_shard.items`.
 The MotoServer's DynamoDB lock serialises requests, so no reader sees a write before it is rolled back.
+
+`install_stream_fidelity()`: moto appends a stream record for every put and update, also one that leaves
+the item exactly as it was; DynamoDB does not ("If you perform a PutItem or UpdateItem operation that
+does not change any data in an item, DynamoDB Streams does not write a stream record for that
+operation", Amazon DynamoDB Developer Guide, "Change data capture for DynamoDB Streams"). The patch wraps
+`StreamShard.add(self, old, new)` (moto calls it from `Table.put_item` and `DynamoDBBackend.update_item`,
+also inside transactions) and drops the record when both images are present and equal, attribute by
+attribute with DynamoDB's value semantics (numbers by value, sets unordered). See docs/local-stack.md.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ __all__ = [
     "SUPPORTED_MOTO_VERSION",
     "UnsupportedMotoVersion",
     "check_moto_supported",
+    "install_stream_fidelity",
     "install_transaction_rollback",
+    "item_unchanged",
 ]
 
 import copy
@@ -38,6 +48,7 @@ import functools
 import importlib.metadata
 import inspect
 import threading
+from decimal import Decimal
 from types import ModuleType
 from typing import Any
 
@@ -91,6 +102,59 @@ class _CopyShim:
 
 
 _Snapshot = tuple[Table, DynamoType, DynamoType | None, Item | None]
+
+_FIDELITY_MARKER = "_entitlements_stream_fidelity"
+
+
+def _same_value(left: Any, right: Any) -> bool:
+    """Two low-level attribute values ({"S": ...}, {"N": ...}, ...) hold the same data."""
+    if not (isinstance(left, dict) and isinstance(right, dict) and len(left) == len(right) == 1):
+        return bool(left == right)
+    (left_type, left_value), (right_type, right_value) = next(iter(left.items())), next(iter(right.items()))
+    if left_type != right_type:
+        return False
+    if left_type == "N":
+        return Decimal(left_value) == Decimal(right_value)
+    if left_type == "NS":
+        return {Decimal(v) for v in left_value} == {Decimal(v) for v in right_value}
+    if left_type in ("SS", "BS"):
+        return set(left_value) == set(right_value)
+    if left_type == "L":
+        return len(left_value) == len(right_value) and all(
+            _same_value(a, b) for a, b in zip(left_value, right_value, strict=True)
+        )
+    if left_type == "M":
+        return left_value.keys() == right_value.keys() and all(
+            _same_value(left_value[k], right_value[k]) for k in left_value
+        )
+    return bool(left_value == right_value)
+
+
+def item_unchanged(old: Item | None, new: Item | None) -> bool:
+    """A write from `old` to `new` changed no data: both exist and hold the same attributes and values."""
+    if old is None or new is None:
+        return False
+    before, after = old.to_json()["Attributes"], new.to_json()["Attributes"]
+    return before.keys() == after.keys() and all(_same_value(before[k], after[k]) for k in before)
+
+
+def install_stream_fidelity() -> None:
+    """Make moto write no stream record for a put or update that changes nothing, as DynamoDB does (see
+    the module docstring). Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        original = StreamShard.add
+        if getattr(original, _FIDELITY_MARKER, False):
+            return
+
+        @functools.wraps(original)
+        def add(self: StreamShard, old: Item | None, new: Item | None) -> None:
+            if item_unchanged(old, new):
+                return
+            original(self, old, new)
+
+        setattr(add, _FIDELITY_MARKER, True)
+        StreamShard.add = add  # type: ignore[method-assign]
 
 
 def _snapshot(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> list[_Snapshot]:

@@ -664,7 +664,7 @@ class _Simulation:
         if kind is FaultKind.TOKEN_CANARY:
             image = self.table.get_row(user_id, account)
             assert image is not None
-            self.table.save_if_active(image)  # a relink: the token reaches old and new images too
+            self.table.save_if_active(image)  # a relink (its unchanged put writes no stream record)
             planted_token = token
         elif kind is FaultKind.STRING_TTL:
             ttl = writes.ttl_after(now, self.config.cleanup_ttl_days)
