@@ -1,0 +1,71 @@
+"""The service's outcome events (`schema.outcomes`): what a link or a refused retire came to.
+
+A link writes no stream record when it succeeds (its put changes nothing), so these outcomes are its
+record; they reach the lake through the sink the composition root hands over (the same erasure filter
+as the consumer's outcomes). An outcome holds the user and account ids (so an erasure can purge it) and a
+short code; never a processor token.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FlushingSink", "OutcomeRecorder", "link_outcome"]
+
+import logging
+import threading
+from datetime import datetime
+from typing import Protocol
+
+from pipeline.clock import Clock
+from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+
+logger = logging.getLogger(__name__)
+
+
+class FlushingSink(Protocol):
+    """Where outcomes go (the lake's landing): `flush` returns when they are durable."""
+
+    def add_outcome(self, outcome: OutcomeEvent) -> None: ...
+    def flush(self) -> None: ...
+
+
+def link_outcome(
+    kind: OutcomeKind,
+    *,
+    job_id: str,
+    user_id: str,
+    array_account_id: str | None,
+    occurred_at: datetime,
+    attempt: int = 0,
+    detail: str | None = None,
+) -> OutcomeEvent:
+    """One outcome of the link job or request `job_id` (its identity: job, kind, attempt)."""
+    return OutcomeEvent(
+        outcome_id=outcome_id(job_id, kind, attempt),
+        kind=kind,
+        occurred_at=occurred_at,
+        user_id=user_id,
+        array_account_id=array_account_id,
+        attempt=attempt,
+        detail=detail,
+    )
+
+
+class OutcomeRecorder:
+    """Adds outcomes to a sink and counts them by kind (the counts are safe to show: no personal data)."""
+
+    def __init__(self, sink: FlushingSink, clock: Clock) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {}
+
+    def now(self) -> datetime:
+        return self._clock.now()
+
+    def record(self, outcome: OutcomeEvent) -> None:
+        self._sink.add_outcome(outcome)  # the lake's landing is thread-safe itself
+        with self._lock:
+            self.counts[outcome.kind.value] = self.counts.get(outcome.kind.value, 0) + 1
+
+    def flush(self) -> None:
+        self._sink.flush()
