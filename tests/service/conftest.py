@@ -133,6 +133,9 @@ class World:
     sink: ListSink
     parts: ServiceParts
     http: httpx.Client
+    table: EntitlementTable
+    transactions: HttpTransactions
+    array: HttpArrayAccounts
 
     def item(self, pk: str, sk: str) -> dict[str, Any] | None:
         return get_item(self.dynamodb, self.table_name, pk, sk)
@@ -164,7 +167,7 @@ def build_world(dynamodb: Any, *, sink: Any | None = None) -> World:
         recorder=recorder,
         outcome_flush_seconds=60.0,
     )
-    return World(dynamodb, counting, table_name, fake, list_sink, parts, http)
+    return World(dynamodb, counting, table_name, fake, list_sink, parts, http, table, transactions, array)
 
 
 @pytest.fixture
