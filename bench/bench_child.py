@@ -98,14 +98,20 @@ def _settings(endpoint: str, table: str, state_dir: Path, application: str, arra
     )
 
 
-def _daemon(settings: Settings, *, stream_arn: str, module: str) -> KclDaemon:
-    """A launcher JVM whose child is `python -m <module>`, with the settings in its environment."""
+def _daemon(
+    settings: Settings, *, stream_arn: str, module: str, arguments: tuple[str, ...] = ()
+) -> KclDaemon:
+    """A launcher JVM whose child is `python -m <module> <arguments>`, with the settings in its
+    environment. The launcher splits its child command on spaces, so no part may hold one."""
+    command = (sys.executable, "-m", module, *arguments)
+    if any(not part or any(c.isspace() for c in part) for part in command):
+        raise ValueError("a part of the child command is empty or holds whitespace")
     work_dir = settings.consumer.state_dir / "daemon"
     spec = DaemonSpec.from_settings(settings, stream_arn=stream_arn, worker_id="bench", work_dir=work_dir)
     properties = work_dir / f"launcher-{module}.properties"
     properties.write_text(
         launcher_properties(
-            settings, stream_arn=stream_arn, worker_id="bench", child_command=f"{sys.executable} -m {module}"
+            settings, stream_arn=stream_arn, worker_id="bench", child_command=" ".join(command)
         )
     )
     environment = {**spec.environment, "PYTHONPATH": str(REPO)}
