@@ -10,8 +10,10 @@ Every record of a window (the records since the last checkpoint) ends in exactly
   the record's own content; raw bytes, handler and reason are kept, and the other records and handlers
   carry on;
 - parked (for that handler): any other exception from `add` or `flush` is transient. A `RetryableError`
-  from `flush` is retried with backoff; then the handler's unfinished records of the window (never a
-  quarantined one, never one it dead-lettered) are parked as raw records and its pending work discarded.
+  from `flush` is retried with backoff, unless it says `park_now` (the handler knows a retry now cannot
+  help: its dependency did not answer within its budget); then the handler's unfinished records of the
+  window (never a quarantined one, never one it dead-lettered) are parked as raw records and its pending
+  work discarded.
   A producer whose sink could not flush has its window parked too, since its outputs were not made
   durable: nothing checkpoints past unhandled work.
 
@@ -43,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
 from pipeline._files import write_private_file
@@ -333,12 +335,13 @@ class ShardConsumer:
         return report
 
     def _flush(self, handler: Handler) -> str | None:
-        """Flush, retrying a `RetryableError` with backoff; the error code if it still fails."""
+        """Flush, retrying a `RetryableError` with backoff (not one that says `park_now`: that parks at
+        once); the error code if it still fails."""
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
                 wait=wait_exponential_jitter(multiplier=self._retry.initial_wait, max=self._retry.max_wait),
-                retry=retry_if_exception_type(RetryableError),
+                retry=retry_if_exception(_worth_retrying),
                 reraise=True,
             ):
                 with attempt:
@@ -398,6 +401,11 @@ class ShardConsumer:
 
     def _where(self, record: RawRecord) -> dict[str, str]:
         return {"shard": self._shard_id, "sequence_number": record.sequence_number}
+
+
+def _worth_retrying(error: BaseException) -> bool:
+    """A retryable error whose raiser did not ask for the work to be parked at once."""
+    return isinstance(error, RetryableError) and not error.park_now
 
 
 def _reason(error: Exception) -> str:

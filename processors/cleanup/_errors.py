@@ -81,8 +81,11 @@ class GuardUnavailableError(RetryableError):
 
 
 class RetryQueueError(RetryableError):
-    """A cleanup could not be parked in the retry queue; the stream must redeliver it."""
+    """A cleanup could not be parked in the retry queue; the stream must redeliver it.
 
-    def __init__(self, code: str, *, context: RecordContext | None = None) -> None:
+    `park_now` when the queue did not answer within the flush's budget: a retry would hold the shard a
+    budget again, so the consumer parks the records locally at once."""
+
+    def __init__(self, code: str, *, park_now: bool = False, context: RecordContext | None = None) -> None:
         self.code = code
-        super().__init__(f"could not park cleanup work ({code})", context=context)
+        super().__init__(f"could not park cleanup work ({code})", context=context, park_now=park_now)

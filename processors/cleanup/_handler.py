@@ -16,9 +16,10 @@ that every call is inside (DynamoDB, Array, SQS): each cleanup is guarded, delet
 - Whatever cannot finish (transient Array failures, an expired credential, an unreadable GSI1, the
   deadline) is parked in the durable retry queue, ten to a call, a few calls at a time, by `budget`.
 - When the retry queue does not take the work (a refusal, or no answer by `budget`), the work stays
-  pending and `flush` raises `RetryQueueError` (retryable): the consumer retries, then parks the raw
-  records in its local parked store. For `budget` seconds after the retry queue did not answer, a flush
-  with work raises at once, so a hung queue holds the shard once, not at every retry.
+  pending and `flush` raises `RetryQueueError` (retryable): after a refusal the consumer retries, then
+  parks the raw records in its local parked store; when the queue did not answer, the error says
+  `park_now` and the consumer parks them at once. For `budget` seconds after the retry queue did not
+  answer, a flush with work raises at once (`park_now` too), so a hung queue holds the shard once.
 
 Work already finished is never redone by the consumer's retry: only unfinished work stays pending.
 """
@@ -164,7 +165,7 @@ class CleanupHandler:
             logger.warning(
                 "cleanup flush skipped: the retry queue did not answer", extra={"cleanups": len(pending)}
             )
-            raise RetryQueueError("retry_queue_unresponsive", context=pending[0].context)
+            raise RetryQueueError("retry_queue_unresponsive", park_now=True, context=pending[0].context)
         flush_deadline = started + self._budget
         to_park = self._attempt_all(pending, started)
         attempts_done = self._monotonic()
@@ -212,7 +213,11 @@ class CleanupHandler:
             },
         )
         if unfinished:
-            raise RetryQueueError(f"{len(unfinished)}_unparked", context=unfinished[0].context)
+            raise RetryQueueError(
+                f"{len(unfinished)}_unparked",
+                park_now=self._queue_silent_until is not None,  # it did not answer: park at once
+                context=unfinished[0].context,
+            )
 
     def _attempt_all(
         self, pending: Sequence[CleanupWork], started: float

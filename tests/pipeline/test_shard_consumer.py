@@ -185,6 +185,16 @@ def test_a_failed_add_parks_that_handlers_whole_window_and_only_its_own(tmp_path
     assert log[-1] == "checkpoint:102"
 
 
+def test_a_retryable_flush_failure_that_says_park_now_is_parked_without_a_retry(tmp_path: Path) -> None:
+    log: list[str] = []
+    handler = Recorder("cleanup", log, failures=[RetryableError("queue did not answer", park_now=True)])
+    consumer = make_consumer(tmp_path, handler)
+    consumer.process(records("e1"), lambda seq: log.append("checkpoint"))
+    assert log == ["flush:cleanup", "discard:cleanup", "checkpoint"]
+    [batch] = list(ParkedWork(tmp_path / "parked"))
+    assert (batch.handler, [r.data for r in batch.records]) == ("cleanup", [b"e1"])
+
+
 def test_exhausted_retries_park_the_work(tmp_path: Path) -> None:
     handler = Recorder("a", failures=[RetryableError("x")] * 10)
     consumer = make_consumer(tmp_path, handler)
