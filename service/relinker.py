@@ -35,6 +35,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -162,48 +163,68 @@ class Relinker:
             timer.cancel()
 
     def _run(self, stop: threading.Event, *, drain: bool) -> RelinkReport:
-        threads = [
-            threading.Thread(target=self._take_jobs, args=(stop, drain), name=f"relinker-{n}", daemon=True)
-            for n in range(self._concurrency)
-        ]
+        """One receiver takes up to ten jobs at a time, as many as there are free slots; each job runs on
+        the pool holding one slot, so at most `concurrency` links are in flight."""
         finished = threading.Event()
         acknowledger = threading.Thread(target=self._acknowledge_until, args=(finished,), daemon=True)
         acknowledger.start()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        slots = threading.Semaphore(self._concurrency)
+        running = [0]
+
+        def run(message: dict[str, Any]) -> None:
+            try:
+                self._job(message)
+            finally:
+                with self._lock:
+                    running[0] -= 1
+                slots.release()
+
+        with ThreadPoolExecutor(self._concurrency, thread_name_prefix="relinker") as pool:
+            while not stop.is_set():
+                if not slots.acquire(timeout=0.5):
+                    continue
+                free = 1
+                while free < min(_BATCH, self._concurrency) and slots.acquire(blocking=False):
+                    free += 1
+                with self._lock:
+                    busy = running[0] > 0
+                messages = self._receive(free, wait=1 if drain or busy else self._wait_seconds)
+                taken = len(messages or [])
+                for _ in range(free - taken):
+                    slots.release()
+                if messages is None:
+                    stop.wait(1.0)
+                    continue
+                if not messages and drain and not busy:
+                    break
+                for message in messages:
+                    with self._lock:
+                        running[0] += 1
+                    pool.submit(run, message)
         finished.set()
         acknowledger.join()
         self._acknowledge()  # whatever is left
         logger.info("relinker stopped", extra=self._counts())
         return self.report
 
+    def _receive(self, count: int, *, wait: int) -> list[dict[str, Any]] | None:
+        """Up to `count` jobs (long polling `wait` seconds); None when SQS failed."""
+        try:
+            with converted("SQS ReceiveMessage"):
+                answer = self._sqs.receive_message(
+                    QueueUrl=self._queue_url,
+                    MaxNumberOfMessages=max(1, min(_BATCH, count)),
+                    WaitTimeSeconds=wait,
+                    AttributeNames=["ApproximateReceiveCount"],
+                )
+        except (AwsRetryableError, AwsTerminalError) as failed:
+            logger.warning("relink receive failed", extra={"code": failed.code})
+            return None
+        messages: list[dict[str, Any]] = answer.get("Messages") or []
+        return messages
+
     def _counts(self) -> dict[str, int]:
         return dict(vars(self.report))
-
-    def _take_jobs(self, stop: threading.Event, drain: bool) -> None:
-        wait = 1 if drain else self._wait_seconds
-        while not stop.is_set():
-            try:
-                with converted("SQS ReceiveMessage"):
-                    answer = self._sqs.receive_message(
-                        QueueUrl=self._queue_url,
-                        MaxNumberOfMessages=1,
-                        WaitTimeSeconds=wait,
-                        AttributeNames=["ApproximateReceiveCount"],
-                    )
-            except (AwsRetryableError, AwsTerminalError) as failed:
-                logger.warning("relink receive failed", extra={"code": failed.code})
-                stop.wait(1.0)
-                continue
-            messages = answer.get("Messages") or []
-            if not messages:
-                if drain:
-                    return
-                continue
-            for message in messages:
-                self._job(message)
 
     def _job(self, message: dict[str, Any]) -> None:
         self._bump("received")
