@@ -59,6 +59,8 @@ class WorkloadConfig:
     contention: float = 0.5
     rate: float = 0.0  # requests per second over all clients; 0 is as fast as the service answers
     request_timeout_seconds: float = 30.0
+    # Prefixed to every user id: runs in one process share moto's state, so each run names its own users.
+    namespace: str = ""
 
     def __post_init__(self) -> None:
         if self.users < 1 or self.clients < 1:
@@ -145,7 +147,7 @@ class _Model:
             self.cancelled_free,
         )
         for _ in range(config.users):
-            user = _User(str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
+            user = _User(f"{config.namespace}{uuid.UUID(int=self.rng.getrandbits(128), version=4)}")
             self.refresh(user)
 
     def refresh(self, user: _User) -> None:
