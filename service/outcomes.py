@@ -51,21 +51,43 @@ def link_outcome(
 
 
 class OutcomeRecorder:
-    """Adds outcomes to a sink and counts them by kind (the counts are safe to show: no personal data)."""
+    """Buffers outcomes and counts them by kind (the counts are safe to show: no personal data);
+    `flush` hands the buffered outcomes to the sink and flushes it. Recording never waits for a lake
+    write: request and job threads only append under a short lock."""
 
     def __init__(self, sink: FlushingSink, clock: Clock) -> None:
         self._sink = sink
         self._clock = clock
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._buffer: list[OutcomeEvent] = []
         self.counts: dict[str, int] = {}
 
     def now(self) -> datetime:
         return self._clock.now()
 
-    def record(self, outcome: OutcomeEvent) -> None:
-        self._sink.add_outcome(outcome)  # the lake's landing is thread-safe itself
+    @property
+    def pending(self) -> int:
+        """Outcomes recorded and not yet handed to the sink."""
         with self._lock:
+            return len(self._buffer)
+
+    def record(self, outcome: OutcomeEvent) -> None:
+        with self._lock:
+            self._buffer.append(outcome)
             self.counts[outcome.kind.value] = self.counts.get(outcome.kind.value, 0) + 1
 
     def flush(self) -> None:
-        self._sink.flush()
+        """Every outcome recorded before this call is durable when it returns (or it raises, and they
+        stay buffered for the next flush)."""
+        with self._flush_lock:
+            with self._lock:
+                pending, self._buffer = self._buffer, []
+            try:
+                for outcome in pending:
+                    self._sink.add_outcome(outcome)
+                self._sink.flush()
+            except BaseException:
+                with self._lock:  # the sink keeps what it took; a repeat lands once (outcome ids)
+                    self._buffer[:0] = pending
+                raise

@@ -35,7 +35,6 @@ import queue
 import threading
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -163,44 +162,46 @@ class Relinker:
             timer.cancel()
 
     def _run(self, stop: threading.Event, *, drain: bool) -> RelinkReport:
-        """One receiver takes up to ten jobs at a time, as many as there are free slots; each job runs on
-        the pool holding one slot, so at most `concurrency` links are in flight."""
+        """`concurrency` threads run jobs, so at most that many links are in flight; one receiver keeps
+        up to `concurrency` more jobs fetched ahead (ten per receive), so a thread that finishes a job
+        starts the next at once. Jobs fetched ahead and not started when the worker stops become
+        visible again after the queue's visibility timeout."""
         finished = threading.Event()
         acknowledger = threading.Thread(target=self._acknowledge_until, args=(finished,), daemon=True)
         acknowledger.start()
-        slots = threading.Semaphore(self._concurrency)
+        ahead: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=self._concurrency)
         running = [0]
 
-        def run(message: dict[str, Any]) -> None:
-            try:
-                self._job(message)
-            finally:
-                with self._lock:
-                    running[0] -= 1
-                slots.release()
-
-        with ThreadPoolExecutor(self._concurrency, thread_name_prefix="relinker") as pool:
-            while not stop.is_set():
-                if not slots.acquire(timeout=0.5):
-                    continue
-                free = 1
-                while free < min(_BATCH, self._concurrency) and slots.acquire(blocking=False):
-                    free += 1
-                with self._lock:
-                    busy = running[0] > 0
-                messages = self._receive(free, wait=1 if drain or busy else self._wait_seconds)
-                taken = len(messages or [])
-                for _ in range(free - taken):
-                    slots.release()
-                if messages is None:
-                    stop.wait(1.0)
-                    continue
-                if not messages and drain and not busy:
-                    break
-                for message in messages:
+        def work() -> None:
+            while (message := ahead.get()) is not None:
+                try:
+                    self._job(message)
+                finally:
                     with self._lock:
-                        running[0] += 1
-                    pool.submit(run, message)
+                        running[0] -= 1
+
+        threads = [
+            threading.Thread(target=work, name=f"relinker-{n}", daemon=True) for n in range(self._concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        while not stop.is_set():
+            with self._lock:
+                busy = running[0] > 0
+            messages = self._receive(_BATCH, wait=1 if drain or busy else self._wait_seconds)
+            if messages is None:
+                stop.wait(1.0)
+                continue
+            if not messages and drain and not busy:
+                break
+            for message in messages:
+                with self._lock:
+                    running[0] += 1  # counted from the moment it is fetched until its job is done
+                ahead.put(message)
+        for _ in threads:
+            ahead.put(None)
+        for thread in threads:
+            thread.join()
         finished.set()
         acknowledger.join()
         self._acknowledge()  # whatever is left
@@ -260,7 +261,7 @@ class Relinker:
                 handles.append(self._done.get_nowait())
             except queue.Empty:
                 break
-        if not handles:
+        if not handles and not self._recorder.pending:
             return
         try:
             self._recorder.flush()
