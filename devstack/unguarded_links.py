@@ -55,7 +55,9 @@ def _host(url: str | None) -> str | None:
     return urlsplit(url).hostname
 
 
-def assert_all_loopback(settings: Settings) -> None:
+def assert_all_loopback(
+    settings: Settings, *, purpose: str = "unguarded link writes are for the local stack only"
+) -> None:
     """Raise `FaultInjectionRefused` unless AWS, Array, transactions-service and the service are all on
     loopback. The message names the endpoint's role, never its address."""
     roles: dict[str, str | None] = {
@@ -66,9 +68,7 @@ def assert_all_loopback(settings: Settings) -> None:
     roles["service.host"] = settings.service.host
     for role, host in roles.items():
         if host is None or not is_loopback(host):
-            raise FaultInjectionRefused(
-                f"unguarded link writes are for the local stack only: {role} is not loopback"
-            )
+            raise FaultInjectionRefused(f"{purpose}: {role} is not loopback")
 
 
 class UnguardedLinkTable:

@@ -35,11 +35,11 @@ class RunningService:
 
 @contextmanager
 def local_service(
-    settings: Settings, *, unguarded_links: bool = False, sink: Any = None
+    settings: Settings, *, unguarded_links: bool = False, sink: Any = None, port: int = 0
 ) -> Iterator[RunningService]:
-    """Serve the service on 127.0.0.1 (a free port) until the block ends; its outcomes land in the lake
-    (or `sink`) and are flushed at the end."""
-    assert_all_loopback(settings)  # the workload drives the local stack only
+    """Serve the service on 127.0.0.1 (`port`; 0 a free one) until the block ends; its outcomes land in
+    the lake (or `sink`) and are flushed at the end."""
+    assert_all_loopback(settings, purpose="the in-process service is for the local stack only")
     wrapper: UnguardedLinkTable | None = None
     overrides: dict[str, Any] = {}
     if sink is not None:
@@ -50,5 +50,5 @@ def local_service(
         wrapper = unguarded_link_table(settings, reader, dynamodb)
         overrides["link_table"] = wrapper
     app = create_app(compose.service_parts(settings, **overrides))
-    with InProcessService(app) as service:
+    with InProcessService(app, port=port) as service:
         yield RunningService(service.url, wrapper)
