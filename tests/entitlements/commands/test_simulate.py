@@ -206,3 +206,11 @@ def test_unguarded_links_are_refused_when_an_endpoint_is_not_loopback(
 def test_unguarded_links_need_the_in_process_service(moto_endpoint: str, table: TableDescription) -> None:
     result = invoke(moto_endpoint, table, "--unguarded-links")
     assert result.exit_code == 2
+
+
+def test_with_clients_the_printed_summary_holds_no_user_ids(
+    moto_endpoint: str, dynamodb: Any, table: TableDescription, world: World
+) -> None:
+    result = invoke(moto_endpoint, table, "--clients", "2", "--operations", "20", **service_env(world))
+    users = {item["userId"]["S"] for item in items_of(dynamodb, table.table_name)}
+    assert users and not any(user in result.stdout for user in users)
