@@ -244,3 +244,47 @@ def test_the_openapi_page_lists_every_route(world: World) -> None:
         "/{user_id}/array-signup",
         "/{user_id}/processor",
     } <= set(paths)
+
+
+def test_signup_of_a_user_whose_rows_are_all_inactive_is_a_409(world: World) -> None:
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        client.post("/u-1/cancellation")
+        answer = client.post("/u-1/signup")
+    assert answer.status_code == 409
+    assert answer.json()["error"] == "signed_up_before"
+    assert world.fake.calls["create_user"] == 1
+
+
+def test_second_signup_of_a_user_holding_no_active_row_is_a_409_before_array_is_asked(world: World) -> None:
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        client.post("/u-1/cancellation")
+        answer = client.post("/u-1/array-signup")
+    assert answer.status_code == 409
+    assert answer.json()["error"] == "not_active"
+    assert world.fake.calls["create_user"] == 1
+
+
+def test_second_signup_answered_with_an_account_the_user_held_before_is_refused_and_writes_nothing(
+    world: World,
+) -> None:
+    with world.client() as client:
+        first = _signed_up(client, "u-1")
+        client.post("/u-1/array-signup")
+        world.fake.same_account = True
+        world.fake.accounts["u-1"].append(first)  # Array answers the superseded account again
+        writes = world.counting.writes
+        answer = client.post("/u-1/array-signup")
+    assert answer.status_code == 409
+    assert answer.json()["error"] == "account_held_before"
+    assert world.counting.writes == writes
+    assert world.status("u-1", first) == "Superseded"
+
+
+def test_processor_for_an_unknown_user_is_a_404(world: World) -> None:
+    with world.client() as client:
+        answer = client.post("/nobody/processor")
+    assert answer.status_code == 404
+    assert answer.json()["error"] == "unknown_user"
+    assert world.fake.calls["primary_account"] == 0
