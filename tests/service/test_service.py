@@ -3,12 +3,14 @@ state it, and a clear JSON refusal for everything else."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from schema.outcomes import OutcomeKind
-from tests.service.conftest import NOW, World
+from tests.service.conftest import CANARY, NOW, World
 
 
 def _signed_up(client: TestClient, user: str) -> str:
@@ -288,3 +290,19 @@ def test_processor_for_an_unknown_user_is_a_404(world: World) -> None:
     assert answer.status_code == 404
     assert answer.json()["error"] == "unknown_user"
     assert world.fake.calls["primary_account"] == 0
+
+
+def test_no_answer_of_the_processor_route_and_no_log_line_holds_the_processor_token(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    answers = []
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        for statuses in ([], [400], [503, 503, 503], [401]):
+            world.fake.token_statuses = list(statuses)
+            answers.append(client.post("/u-1/processor"))
+    assert [a.status_code for a in answers] == [200, 502, 503, 502]
+    assert all(CANARY not in a.text for a in answers)
+    assert CANARY not in caplog.text
+    assert all(CANARY not in o.model_dump_json() for o in world.sink.outcomes)
