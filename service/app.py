@@ -5,7 +5,7 @@
     POST /{user_id}/reactivation   200 Active again
     POST /{user_id}/array-signup   201 new row | 200 the same account again (nothing written)
     POST /{user_id}/processor      200 linked | 404 ErrEntitlementNotActive (arraylink)
-    GET  /stats                    counts only (requests by outcome, outcomes by kind)
+    GET  /stats                    counts only (writes by kind, outcomes by kind and by kind:detail)
 
 Every refusal is a JSON body `{"error": <code>, "message": <words>}`: 404 unknown user or entitlement
 not active, 409 wrong state, 422 validation, 502 a downstream refusal, 503 (with Retry-After) when a
@@ -199,8 +199,13 @@ def create_app(parts: ServiceParts) -> FastAPI:
 
     @app.get("/stats")
     def stats() -> dict[str, dict[str, int]]:
-        """Counts only: the service's writes by kind and its outcomes by kind."""
-        return {"requests": dict(service.counts), "outcomes": dict(parts.recorder.counts)}
+        """Counts only: the service's writes by kind, its outcomes by kind and by kind and detail
+        (`link.not_active:save_refused` counts the links SaveIfActive refused)."""
+        return {
+            "requests": dict(service.counts),
+            "outcomes": dict(parts.recorder.counts),
+            "outcome_details": dict(parts.recorder.detail_counts),
+        }
 
     return app
 

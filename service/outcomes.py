@@ -62,6 +62,8 @@ class OutcomeRecorder:
         self._flush_lock = threading.Lock()
         self._buffer: list[OutcomeEvent] = []
         self.counts: dict[str, int] = {}
+        # By kind and detail ("link.not_active:save_refused": the links SaveIfActive refused).
+        self.detail_counts: dict[str, int] = {}
 
     def now(self) -> datetime:
         return self._clock.now()
@@ -76,6 +78,9 @@ class OutcomeRecorder:
         with self._lock:
             self._buffer.append(outcome)
             self.counts[outcome.kind.value] = self.counts.get(outcome.kind.value, 0) + 1
+            if outcome.detail is not None:
+                key = f"{outcome.kind.value}:{outcome.detail}"
+                self.detail_counts[key] = self.detail_counts.get(key, 0) + 1
 
     def flush(self) -> None:
         """Every outcome recorded before this call is durable when it returns (or it raises, and they

@@ -306,3 +306,14 @@ def test_no_answer_of_the_processor_route_and_no_log_line_holds_the_processor_to
     assert all(CANARY not in a.text for a in answers)
     assert CANARY not in caplog.text
     assert all(CANARY not in o.model_dump_json() for o in world.sink.outcomes)
+
+
+def test_stats_count_the_links_save_if_active_refused(world: World) -> None:
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        world.fake.before_processor_token = lambda: client.post("/u-1/array-signup") and None
+        client.post("/u-1/processor")
+        stats = client.get("/stats").json()
+    assert stats["outcome_details"] == {"link.not_active:save_refused": 1}
+    assert stats["outcomes"] == {"link.not_active": 1}
+    assert stats["requests"] == {"signup": 1, "second_signup": 1}
