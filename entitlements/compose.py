@@ -35,10 +35,9 @@ __all__ = [
     "shard_consumer",
 ]
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from fastapi import FastAPI
 
 from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
 from config import ErasureSettings, Settings
@@ -75,13 +74,16 @@ from processors.erasure import (
 from schema.aws_errors import AwsTerminalError, converted
 from schema.errors import TerminalError
 from service._retry import RetryPolicy as ServiceRetryPolicy
-from service.app import ServiceParts, create_app
 from service.arraylink import ArrayLink, LinkTable
 from service.clients import HttpArrayAccounts, HttpTransactions, default_http
 from service.dynamo import EntitlementTable
 from service.outcomes import FlushingSink, OutcomeRecorder
+from service.parts import ServiceParts
 from service.relinker import Relinker
 from service.writes import EntitlementService
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 # Bounds for the AWS calls of the setup and repair commands (the flush's clients get `flush_call_bounds`).
 AWS_TIMEOUTS: dict[str, Any] = {"connect_timeout": 2, "read_timeout": 5}
@@ -314,7 +316,10 @@ def service_parts(
 
 
 def service_app(settings: Settings, **overrides: Any) -> FastAPI:
-    """The service's ASGI app (`entitlements serve`), built from `service_parts`."""
+    """The service's ASGI app (`entitlements serve`), built from `service_parts`. The web framework is
+    imported here, on first use: the KCL child and the workers import this module and never serve."""
+    from service.app import create_app  # noqa: PLC0415 (kept off the KCL child's start)
+
     return create_app(service_parts(settings, **overrides))
 
 

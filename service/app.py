@@ -23,9 +23,8 @@ __all__ = ["ServiceParts", "create_app"]
 import logging
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Request
@@ -34,26 +33,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from schema.errors import EntitlementsError, RetryableError
-from service.arraylink import ArrayLink, link_and_record
+from service.arraylink import link_and_record
 from service.errors import ServiceRefusal, ServiceUnavailableError
 from service.outcomes import OutcomeRecorder
-from service.writes import EntitlementService, SignupResult
+from service.parts import ServiceParts
+from service.writes import SignupResult
 
 logger = logging.getLogger(__name__)
 
 USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="Our user id (the erasure ACCOUNT key)")]
-
-
-@dataclass
-class ServiceParts:
-    """What the app serves with, built by the composition root (`entitlements.compose.service_parts`)."""
-
-    service: EntitlementService
-    arraylink: ArrayLink
-    recorder: OutcomeRecorder
-    outcome_flush_seconds: float = 2.0
-    close: Callable[[], None] | None = None
 
 
 class Account(BaseModel):
