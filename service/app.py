@@ -190,11 +190,8 @@ def create_app(parts: ServiceParts) -> FastAPI:
     def stats() -> dict[str, dict[str, int]]:
         """Counts only: the service's writes by kind, its outcomes by kind and by kind and detail
         (`link.not_active:save_refused` counts the links SaveIfActive refused)."""
-        return {
-            "requests": dict(service.counts),
-            "outcomes": dict(parts.recorder.counts),
-            "outcome_details": dict(parts.recorder.detail_counts),
-        }
+        outcomes, details = parts.recorder.snapshot()
+        return {"requests": service.snapshot(), "outcomes": outcomes, "outcome_details": details}
 
     return app
 

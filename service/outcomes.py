@@ -74,6 +74,11 @@ class OutcomeRecorder:
         with self._lock:
             return len(self._buffer)
 
+    def snapshot(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The counts by kind and by kind and detail, copied under the lock."""
+        with self._lock:
+            return dict(self.counts), dict(self.detail_counts)
+
     def record(self, outcome: OutcomeEvent) -> None:
         with self._lock:
             self._buffer.append(outcome)

@@ -70,6 +70,11 @@ class EntitlementService:
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {}
 
+    def snapshot(self) -> dict[str, int]:
+        """The writes by kind, copied under the lock."""
+        with self._lock:
+            return dict(self.counts)
+
     def _count(self, name: str) -> None:
         with self._lock:
             self.counts[name] = self.counts.get(name, 0) + 1
