@@ -18,7 +18,8 @@
      cannot produce, planted by direct table writes (string and millisecond ttls, a failed
      reactivation delete, a canary processor token);
 4. wait until every cleanup record that can expire has expired and the consumer has caught up with the
-   stream; stop the consumer gracefully; drain parked cleanups;
+   stream; drain parked cleanups (while the consumer runs, so it lands the rows they mark Removed) and
+   wait for the stream's end again; stop the consumer gracefully;
 5. snapshot the lake, summarise the events by kind and the cleanup outcomes, and run the audits.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 __all__ = ["DemoOptions", "DemoResult", "run_demo"]
 
+import functools
 import json
 import random
 import shutil
@@ -184,6 +186,17 @@ def _last_stream_sequence(settings: Settings, client_factory: Callable[[str], An
 def _consumed_up_to(settings: Settings, target: str | None) -> bool:
     seen = _consumer_stats(settings.consumer.state_dir)["last_sequence_number"]
     return target is None or (seen is not None and int(seen) >= int(target))
+
+
+def _wait_for_the_stream_end(settings: Settings, client: Callable[[str], Any], timeout: float) -> None:
+    """The consumer's own writes (rows marked Removed) extend the stream: wait until it has read to an
+    end that no longer moves."""
+    while True:
+        target = _last_stream_sequence(settings, client)
+        _wait(functools.partial(_consumed_up_to, settings, target), timeout, "the consumer")
+        time.sleep(3.0)
+        if _last_stream_sequence(settings, client) == target:
+            return
 
 
 def _consumer_stats(state_dir: Path) -> dict[str, Any]:
@@ -375,25 +388,19 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
             progress("every cleanup record that can expire has expired")
             # The consumer's own writes (rows marked Removed) extend the stream: wait until it has read
             # to an end that no longer moves.
-            while True:
-                target = _last_stream_sequence(settings, client)
-                _wait(
-                    lambda end=target: _consumed_up_to(settings, end),  # type: ignore[misc]
-                    options.timeout_seconds,
-                    "the consumer",
-                )
-                time.sleep(3.0)
-                if _last_stream_sequence(settings, client) == target:
-                    break
+            _wait_for_the_stream_end(settings, client, options.timeout_seconds)
             progress("the consumer reached the end of the stream")
+            # Parked cleanups are drained while the consumer still runs: the retry worker's own writes
+            # (rows marked Removed) reach the stream, and the consumer lands them in the lake.
+            lake = lake_from_settings(settings)
+            landing = LakeHandler(lake, settings.lake, name="retry-worker-lake")
+            drained = compose.retry_worker(settings, landing).drain(max_seconds=60)
+            landing.flush()
+            progress(f"retry worker drained parked cleanups ({drained})")
+            _wait_for_the_stream_end(settings, client, options.timeout_seconds)
         finally:
             daemon.stop(timeout=90)
         progress("consumer stopped gracefully")
-        lake = lake_from_settings(settings)
-        landing = LakeHandler(lake, settings.lake, name="retry-worker-lake")
-        drained = compose.retry_worker(settings, landing).drain(max_seconds=60)
-        landing.flush()
-        progress(f"retry worker drained parked cleanups ({drained})")
         snapshot(lake)
         with connect(lake) as con:
             events = dict(
