@@ -142,6 +142,12 @@ def create_app(parts: ServiceParts) -> FastAPI:
     async def refused(_: Request, error: EntitlementsError) -> JSONResponse:
         return _answer(error)
 
+    @app.exception_handler(Exception)
+    async def failed(_: Request, error: Exception) -> JSONResponse:
+        # An unexpected failure: its class only (a message or traceback may hold data).
+        logger.error("request failed", extra={"error": type(error).__name__})
+        return _refusal(500, "internal", "the request failed")
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         # Where, never what: the input may be a user id.

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from schema.outcomes import OutcomeKind
+from service.app import create_app
 from tests.service.conftest import CANARY, NOW, World
 
 
@@ -317,3 +318,15 @@ def test_stats_count_the_links_save_if_active_refused(world: World) -> None:
     assert stats["outcome_details"] == {"link.not_active:save_refused": 1}
     assert stats["outcomes"] == {"link.not_active": 1}
     assert stats["requests"] == {"signup": 1, "second_signup": 1}
+
+
+def test_an_unexpected_failure_is_a_500_json_body_naming_nothing(world: World) -> None:
+    def broken(user_id: str) -> None:
+        raise KeyError(user_id)
+
+    world.parts.service.cancel = broken  # type: ignore[method-assign]
+    with TestClient(create_app(world.parts), raise_server_exceptions=False) as client:
+        answer = client.post("/u-secret/cancellation")
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "internal", "message": "the request failed"}
+    assert "u-secret" not in answer.text
