@@ -294,12 +294,7 @@ def _bench_records() -> None:
     assert all(isinstance(value, Decimal | str) for image in boto3_images(0)[0] for value in image.values())
 
     rate = _rates(contenders, chunks)
-    powertools_way = (
-        "model_validate_json"
-        if rate["powertools_json"] >= rate["powertools_dict"]
-        else "orjson.loads + model_validate"
-    )
-    powertools = max(rate["powertools_json"], rate["powertools_dict"])
+    powertools_way, powertools = _powertools_best(rate)
     powertools_name = f"Powertools DynamoDBStreamModel ({powertools_way}, batches of {LAMBDA_BATCH})"
 
     rejected, invalid = _rejections(records[0])
@@ -313,36 +308,7 @@ def _bench_records() -> None:
     print_figures(
         "decode: stream record throughput",
         [
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                powertools_name,
-                powertools,
-                target="ratio >= 3",
-                met=rate["decoder"] / powertools >= 3,
-            ),
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                "boto3 TypeDeserializer (orjson.loads + Keys/NewImage/OldImage, untyped)",
-                rate["boto3"],
-            ),
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                "bare orjson.loads of the same bytes",
-                rate["orjson"],
-            ),
-            Figure(
-                "decode_record, typed branch off (generic branch: orjson.loads + strict AV decode)",
-                rate["generic"],
-                "records/s",
-                powertools_name,
-                powertools,
-            ),
+            *_shared_figures(decoder_name, rate, powertools_name, powertools),
             Figure(
                 "decode_stream_record (raw shape: orjson.loads + decode)",
                 rate["raw_path"],
@@ -448,6 +414,45 @@ def _powertools_best(rate: dict[str, float]) -> tuple[str, float]:
     return way, max(rate["powertools_json"], rate["powertools_dict"])
 
 
+def _shared_figures(
+    decoder_name: str, rate: dict[str, float], powertools_name: str, powertools: float
+) -> list[Figure]:
+    """The figures both benches print: the decoder against Powertools (the target), boto3 and bare
+    orjson, and the generic branch alone against Powertools."""
+    return [
+        Figure(
+            decoder_name,
+            rate["decoder"],
+            "records/s",
+            powertools_name,
+            powertools,
+            target="ratio >= 3",
+            met=rate["decoder"] / powertools >= 3,
+        ),
+        Figure(
+            decoder_name,
+            rate["decoder"],
+            "records/s",
+            "boto3 TypeDeserializer (orjson.loads + Keys/NewImage/OldImage, untyped)",
+            rate["boto3"],
+        ),
+        Figure(
+            decoder_name,
+            rate["decoder"],
+            "records/s",
+            "bare orjson.loads of the same bytes",
+            rate["orjson"],
+        ),
+        Figure(
+            "decode_record, typed branch off (generic branch: orjson.loads + strict AV decode)",
+            rate["generic"],
+            "records/s",
+            powertools_name,
+            powertools,
+        ),
+    ]
+
+
 def _captured_records() -> None:
     capture = _capture.load()
     count = len(capture.records)
@@ -515,36 +520,7 @@ def _captured_records() -> None:
     print_figures(
         "decode: records captured from the daemon",
         [
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                powertools_name,
-                powertools,
-                target="ratio >= 3",
-                met=rate["decoder"] / powertools >= 3,
-            ),
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                "boto3 TypeDeserializer (orjson.loads + Keys/NewImage/OldImage, untyped)",
-                rate["boto3"],
-            ),
-            Figure(
-                decoder_name,
-                rate["decoder"],
-                "records/s",
-                "bare orjson.loads of the same bytes",
-                rate["orjson"],
-            ),
-            Figure(
-                "decode_record, typed branch off (generic branch: orjson.loads + strict AV decode)",
-                rate["generic"],
-                "records/s",
-                powertools_name,
-                powertools,
-            ),
+            *_shared_figures(decoder_name, rate, powertools_name, powertools),
             *kind_figures,
         ],
     )
