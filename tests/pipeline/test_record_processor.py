@@ -3,7 +3,6 @@ stops the child instead of letting kclpy swallow it."""
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import logging
@@ -21,6 +20,7 @@ from pipeline.quarantine import Quarantine
 from pipeline.record_processor import EXIT_CODE_CRASH, KclRecordProcessor
 from pipeline.shard_consumer import CommitPolicy, ShardConsumer
 from tests.pipeline._consumer_fakes import STREAM
+from tests.support.multilang import daemon_lines
 
 RECORD = {
     "eventID": "e-1",
@@ -43,33 +43,6 @@ RECORD = {
         "StreamViewType": "NEW_AND_OLD_IMAGES",
     },
 }
-
-
-def daemon_lines(records: list[bytes]) -> str:
-    """What the MultiLangDaemon writes to the child: initialize, one batch, a checkpoint answer, shutdown."""
-    batch = [
-        {
-            "action": "record",
-            "data": base64.b64encode(data).decode(),
-            "partitionKey": str(100 + i),
-            "sequenceNumber": str(100 + i),
-            "subSequenceNumber": 0,
-            "approximateArrivalTimestamp": 1796033513579,
-        }
-        for i, data in enumerate(records)
-    ]
-    messages = [
-        {"action": "initialize", "shardId": "shardId-1", "sequenceNumber": "0", "subSequenceNumber": 0},
-        {"action": "processRecords", "records": batch, "millisBehindLatest": 0},
-        {
-            "action": "checkpoint",
-            "sequenceNumber": str(99 + len(records)),
-            "subSequenceNumber": 0,
-            "error": None,
-        },
-        {"action": "shutdownRequested"},  # nothing is pending then, so no second checkpoint
-    ]
-    return "".join(json.dumps(m) + "\n" for m in messages)
 
 
 def run_child(tmp_path: Path, records: list[bytes], handlers: HandlerRegistry) -> list[dict[str, object]]:
