@@ -15,12 +15,14 @@ GONE = "9f0c7a52-gone-4e1b-a3f5-000000000001"
 KEPT = "9f0c7a52-kept-4e1b-a3f5-000000000002"
 
 
-def record(user_id: str, *, array_account: str = "arr-1") -> bytes:
+def record(
+    user_id: str, *, array_account: str = "arr-1", event_id: str = "ev-1", sequence_number: str = "100"
+) -> bytes:
     """An adapter-shape INSERT of an Active entitlement row of `user_id`."""
     keys = {"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"ENTITLEMENT#{array_account}"}}
     return json.dumps(
         {
-            "eventID": "ev-1",
+            "eventID": event_id,
             "eventName": "INSERT",
             "eventVersion": "1.1",
             "eventSource": "aws:dynamodb",
@@ -34,7 +36,7 @@ def record(user_id: str, *, array_account: str = "arr-1") -> bytes:
                     "arrayAccountId": {"S": array_account},
                     "status": {"S": "Active"},
                 },
-                "SequenceNumber": "100",
+                "SequenceNumber": sequence_number,
                 "SizeBytes": 100,
                 "StreamViewType": "NEW_AND_OLD_IMAGES",
             },
