@@ -36,10 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
 from analytics import connect, lake_from_settings
+from bench._moto import moto_client
 from bench._report import Figure, print_figures
 from config import Settings, load_settings
 from devstack import _writes as writes
@@ -63,13 +63,10 @@ NULL_CHILD = "bench._null_child"
 
 def _client(endpoint: str, service: str) -> Any:
     # Bounded calls: a call stuck behind a paused JVM's half-sent request fails the run, never hangs it.
-    return boto3.client(
+    return moto_client(
+        endpoint,
         service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}),
+        Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}),
     )
 
 
