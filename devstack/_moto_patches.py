@@ -46,6 +46,17 @@ costs what is due, not the size of the table. Relies on `Table.put_item(self, it
 `install_stream_identity_hook()` wraps `StreamShard.add(self, old, new)`: while `as_ttl_service()` is
 active (the emulator's deletions), the REMOVE records appended get `record["userIdentity"]` set to the
 TTL service identity, which moto's GetRecords returns.
+
+`install_sqs_send_cost()`: moto's `SQSBackend.send_message` reads `queue.attributes` for every message it
+sends, and that property counts the queue's messages (visible, delayed, in flight: three passes over
+every message held), so a SendMessageBatch of ten into a queue holding n messages costs 30 n, where SQS
+costs the same whatever the depth. On a retry queue that fills faster than its worker drains (the
+cleanup fault test), parking slowed from 0.03 s to 0.6 s a batch of ten as the queue grew to 500. The
+patch serves the send path (`send_message`, `send_message_batch`, inside them only) the one attribute
+it reads, `ContentBasedDeduplication` (a FIFO queue's), without the counts; GetQueueAttributes and every
+other reader still get them all. Relies on `moto.sqs.models.Queue.attributes` being a property and on
+`Queue.fifo_queue`, `Queue.content_based_deduplication`, `SQSBackend.send_message` and
+`SQSBackend.send_message_batch`.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ __all__ = [
     "UnsupportedMotoVersion",
     "as_ttl_service",
     "check_moto_supported",
+    "install_sqs_send_cost",
     "install_stream_fidelity",
     "install_stream_identity_hook",
     "install_transaction_rollback",
@@ -82,6 +94,7 @@ import moto.dynamodb.models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
+from moto.sqs.models import Queue, SQSBackend
 
 from schema.errors import TerminalError
 
@@ -395,3 +408,54 @@ def install_ttl_index() -> None:
         setattr(put_item, _INDEX_MARKER, True)
         Table.put_item = put_item  # type: ignore[method-assign]
         DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+
+
+# ---- SQS: a send costs what it sends, not the depth of the queue -------------------------------------
+
+_SQS_SEND_MARKER = "_entitlements_sqs_send_cost"
+_sending = threading.local()
+
+
+def _send_path_attributes(queue: Queue) -> dict[str, Any]:
+    """What moto's send path reads of `Queue.attributes` (only `ContentBasedDeduplication`, and only on
+    a FIFO queue), built without the message counts."""
+    if not queue.fifo_queue:
+        return {}
+    value = getattr(queue, "content_based_deduplication", "false")  # set from the attributes, untyped
+    return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
+
+
+def install_sqs_send_cost() -> None:
+    """Make moto's SendMessage/SendMessageBatch cost what they send, as in SQS (see the module
+    docstring). Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        attributes = Queue.__dict__.get("attributes")
+        if not isinstance(attributes, property) or attributes.fget is None:
+            raise UnsupportedMotoVersion("moto's SQS Queue.attributes is not the property relied on")
+        if getattr(attributes.fget, _SQS_SEND_MARKER, False):
+            return
+        full = attributes.fget
+
+        def queue_attributes(self: Queue) -> dict[str, Any]:
+            if getattr(_sending, "active", False):
+                return _send_path_attributes(self)
+            answer: dict[str, Any] = full(self)
+            return answer
+
+        def sending(original: Any) -> Any:
+            @functools.wraps(original)
+            def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+                outer = getattr(_sending, "active", False)
+                _sending.active = True
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    _sending.active = outer
+
+            return send
+
+        setattr(queue_attributes, _SQS_SEND_MARKER, True)
+        Queue.attributes = property(queue_attributes)  # type: ignore[method-assign,assignment]
+        SQSBackend.send_message = sending(SQSBackend.send_message)  # type: ignore[method-assign]
+        SQSBackend.send_message_batch = sending(SQSBackend.send_message_batch)  # type: ignore[method-assign]
