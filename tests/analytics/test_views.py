@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -18,20 +19,13 @@ from analytics.lake._files import list_parquet, write_parquet_atomic
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
 from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files, views_read_by
-from config import LakeSettings
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
-from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, replay, state_rows
+from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, land, replay, state_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _land(lake: Lake, sim: TableSim, flush_rows: int = 30) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=30)
 
 
 def test_every_view_answers_on_an_empty_lake(lake: Lake) -> None:

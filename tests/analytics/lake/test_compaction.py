@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,18 +11,10 @@ import pyarrow.parquet as pq
 from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, compact
 from analytics.lake._files import COMPACTED_FROM_KEY, list_parquet, write_parquet_atomic
 from analytics.views import connect
-from config import LakeSettings
 from schema.outcomes import OutcomeKind
-from tests.analytics.lakesim import TableSim, final_outcome
+from tests.analytics.lakesim import TableSim, final_outcome, land
 
-
-def _land(lake: Lake, sim: TableSim, flush_rows: int = 10) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=10)
 
 
 def test_small_files_merge_into_one_file_per_partition(lake: Lake, history: TableSim) -> None:
