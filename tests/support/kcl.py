@@ -52,14 +52,19 @@ def consumer_settings(endpoint: str, table_name: str, state_dir: Path, **overrid
     )
 
 
-def dynamodb(endpoint: str) -> Any:
+def aws_client(endpoint: str, service: str) -> Any:
+    """A client of `service` on the moto server at `endpoint`, with botocore's default retries."""
     return boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=endpoint,
         region_name="eu-west-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
+
+
+def dynamodb(endpoint: str) -> Any:
+    return aws_client(endpoint, "dynamodb")
 
 
 def new_table(endpoint: str) -> tuple[str, str]:
@@ -138,13 +143,7 @@ def running_consumer(
 
 def stream_contents(endpoint: str, stream_arn: str) -> list[dict[str, Any]]:
     """Every record the stream holds, read back from the stream itself (not from what a test wrote)."""
-    streams = boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    streams = aws_client(endpoint, "dynamodbstreams")
     records: list[dict[str, Any]] = []
     shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
     for shard in shards:

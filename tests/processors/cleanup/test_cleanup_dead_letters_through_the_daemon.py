@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 import msgspec
 import pytest
 from typer.testing import CliRunner
@@ -33,7 +32,7 @@ from processors.cleanup import _handler as cleanup_handler_module
 from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.table import STALE_SK_PREFIX, CleanupRecord, EntitlementStatus, ItemKind
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
-from tests.support.leases import checkpointed_past
+from tests.support.leases import checkpointed_past, only_shard
 
 pytestmark = pytest.mark.kcl
 
@@ -93,10 +92,7 @@ class Stack:
 
     def shard_id(self) -> str:
         """The stream's one shard (a new moto stream has one)."""
-        streams = dynamodb_streams(self.endpoint)
-        shards = streams.describe_stream(StreamArn=self.consumer.stream_arn)["StreamDescription"]["Shards"]
-        assert len(shards) == 1
-        return str(shards[0]["ShardId"])
+        return only_shard(self.endpoint, self.consumer.stream_arn)
 
     def final_outcomes(self, source_event_id: str) -> tuple[list[str], list[str]]:
         """The kinds of the final outcomes of one expiry: (as the `outcomes` view shows them, every row
@@ -114,16 +110,6 @@ class Stack:
                 [source_event_id],
             ).fetchall()
         return sorted(str(row[0]) for row in view), sorted(str(row[0]) for row in raw)
-
-
-def dynamodb_streams(endpoint: str) -> Any:
-    return boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
