@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -33,21 +33,10 @@ from schema.table import EntitlementStatus
 from tests.support.daemon_log import child_entries
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
 from tests.support.leases import checkpointed_past, only_shard
+from tests.support.polling import wait_for
 from tests.support.reordered_child import ORDERS, start_reordered_worker
 
 pytestmark = pytest.mark.kcl
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 240, interval: float = 0.5) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not reached in time")
 
 
 @dataclass
@@ -93,11 +82,13 @@ class Stack:
                 None,
             )
 
-        record = wait_for(removal)
+        record = wait_for(removal, timeout=240)
         shard = only_shard(self.endpoint, self.consumer.stream_arn)
         sequence = record["dynamodb"]["SequenceNumber"]
         application = self.consumer.settings.consumer.application_name
-        wait_for(lambda: checkpointed_past(self.endpoint, application, shard, sequence), interval=0.2)
+        wait_for(
+            lambda: checkpointed_past(self.endpoint, application, shard, sequence), interval=0.2, timeout=240
+        )
         return account, record
 
     def final_outcomes(self, source_event_id: str) -> list[str]:
@@ -186,7 +177,7 @@ def test_with_the_lake_failing_an_expiry_is_parked_before_the_checkpoint_passes_
 
         blocker.unlink()  # the lake works again; the next window's flush writes what it kept
         stack.signup(f"user-{uuid.uuid4().hex[:8]}", f"arr-{uuid.uuid4().hex[:8]}")
-        landed = wait_for(lambda: stack.final_outcomes(removal["eventID"]))
+        landed = wait_for(lambda: stack.final_outcomes(removal["eventID"]), timeout=240)
 
     assert stack.registration() == (registered_first(order), ["cleanup", "lake"])
     assert stack.array.deleted_users() == [account]

@@ -33,6 +33,7 @@ from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.table import STALE_SK_PREFIX, CleanupRecord, EntitlementStatus, ItemKind
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
 from tests.support.leases import checkpointed_past, only_shard
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -112,15 +113,6 @@ class Stack:
         return sorted(str(row[0]) for row in view), sorted(str(row[0]) for row in raw)
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
-
-
 def ids() -> tuple[str, str]:
     return f"user-{uuid.uuid4().hex[:8]}", f"arr-{uuid.uuid4().hex[:8]}"
 
@@ -170,18 +162,19 @@ def test_an_expiry_naming_no_account_is_dead_lettered_alone_and_the_shard_checkp
         Item=writes.cancellation_record(bad_user, "", ttl={"N": str(ttl)}, now=datetime.now(UTC)),
     )
 
-    wait_until(lambda: set(good.values()) <= set(stack.array.deleted_users()))
+    wait_for(lambda: set(good.values()) <= set(stack.array.deleted_users()), timeout=180)
     expiries = stack.expiries({*good, bad_user})
     assert len(expiries) == GOOD + 1
     bad_sequence = expiries[bad_user]["dynamodb"]["SequenceNumber"]
-    wait_until(lambda: len(stack.letters_at({bad_sequence})) == 1)
+    wait_for(lambda: len(stack.letters_at({bad_sequence})) == 1, timeout=180)
     sequences = {record["dynamodb"]["SequenceNumber"] for record in expiries.values()}
     last = max(sequences, key=int)
     shard = stack.shard_id()
-    wait_until(
+    wait_for(
         lambda: checkpointed_past(
             stack.endpoint, stack.consumer.settings.consumer.application_name, shard, last
-        )
+        ),
+        timeout=180,
     )
 
     (letter,) = stack.letters_at(sequences)
@@ -242,10 +235,10 @@ def test_a_dead_letter_redriven_after_the_fix_is_executed_once_and_leaves_the_de
     }  # the fault: the stale record's key names the account, its attribute not
     stack.client.transact_write_items(TransactItems=second_signup)
 
-    wait_until(lambda: user in stack.expiries({user}))
+    wait_for(lambda: user in stack.expiries({user}), timeout=180)
     expiry = stack.expiries({user})[user]
     sequence, event_id = expiry["dynamodb"]["SequenceNumber"], expiry["eventID"]
-    wait_until(lambda: len(stack.letters_at({sequence})) == 1)
+    wait_for(lambda: len(stack.letters_at({sequence})) == 1, timeout=180)
     assert stack.array.calls_for(old) == []
     assert stack.final_outcomes(event_id) == ([], [])
 

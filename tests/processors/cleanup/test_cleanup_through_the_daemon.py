@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from devstack.ttl_emulator import TtlEmulator
 from pipeline.clock import Clock, clock_from_settings
 from schema.table import EntitlementStatus, entitlement_key
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -87,12 +87,7 @@ class CleanupStack:
         return [str(row[0]) for row in rows]
 
     def wait(self, condition: Callable[[], bool], timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.5)
-        raise AssertionError("condition not reached in time")
+        wait_for(condition, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
