@@ -25,13 +25,11 @@ from analytics import connect, lake_from_settings
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from devstack.ttl_emulator import TtlEmulator
-from pipeline.clock import SystemClock
 from pipeline.parking import ParkedWork
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES
 from schema.table import EntitlementStatus
 from tests.support.daemon_log import child_entries
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
+from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents, ttl_emulator
 from tests.support.leases import checkpointed_past, only_shard
 from tests.support.polling import wait_for
 from tests.support.reordered_child import ORDERS, start_reordered_worker
@@ -132,17 +130,8 @@ def stack_in_order(order: str, moto_server: MotoServer, state: Path, **consumer:
         ) as running,
     ):
         start_reordered_worker(running, order)
-        emulator = TtlEmulator(
-            SystemClock(),
-            interval_seconds=0.2,
-            lock=moto_server.dynamodb_lock,
-            table_names=[running.settings.consumer.table_name],
-        )
-        emulator.start()
-        try:
+        with ttl_emulator(moto_server, running):
             yield Stack(running, array, moto_server.endpoint)
-        finally:
-            emulator.stop()
 
 
 def registered_first(order: str) -> list[str]:

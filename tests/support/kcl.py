@@ -15,7 +15,10 @@ import boto3
 import psutil
 
 from config import Settings, load_settings
+from devstack.moto_server import MotoServer
+from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
+from pipeline.clock import Clock, SystemClock
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
 
@@ -139,6 +142,19 @@ def running_consumer(
         yield consumer
     finally:
         consumer.stop_all()
+
+
+def ttl_emulator(
+    moto_server: MotoServer, consumer: RunningConsumer, clock: Clock | None = None
+) -> TtlEmulator:
+    """DynamoDB's TTL on the consumer's table (a sweep every 0.2 s under moto's lock), on `clock` (the
+    real clock by default); not started: use it in a `with`."""
+    return TtlEmulator(
+        SystemClock() if clock is None else clock,
+        interval_seconds=0.2,
+        lock=moto_server.dynamodb_lock,
+        table_names=[consumer.settings.consumer.table_name],
+    )
 
 
 def stream_contents(endpoint: str, stream_arn: str) -> list[dict[str, Any]]:

@@ -22,16 +22,14 @@ from config import settings_environment
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from devstack.ttl_emulator import TtlEmulator
 from entitlements.cli import app
-from pipeline.clock import SystemClock
 from pipeline.dead_letter import DeadLetter, DeadLetters
 from pipeline.events import CleanupExpired, StreamEvent
 from pipeline.parking import ParkedWork
 from processors.cleanup import _handler as cleanup_handler_module
 from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.table import STALE_SK_PREFIX, CleanupRecord, EntitlementStatus, ItemKind
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
+from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents, ttl_emulator
 from tests.support.leases import checkpointed_past, only_shard
 from tests.support.polling import wait_for
 
@@ -133,18 +131,9 @@ def stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[Stack]:
             tmp_path / "state",
             array={"base_url": array.url, "retry_budget_seconds": 5.0, "max_attempts": 2},
         ) as consumer,
+        ttl_emulator(moto_server, consumer),
     ):
-        emulator = TtlEmulator(
-            SystemClock(),
-            interval_seconds=0.2,
-            lock=moto_server.dynamodb_lock,
-            table_names=[consumer.settings.consumer.table_name],
-        )
-        emulator.start()
-        try:
-            yield Stack(consumer, array, dynamodb(moto_server.endpoint), moto_server.endpoint)
-        finally:
-            emulator.stop()
+        yield Stack(consumer, array, dynamodb(moto_server.endpoint), moto_server.endpoint)
 
 
 def test_an_expiry_naming_no_account_is_dead_lettered_alone_and_the_shard_checkpoints_past_it(
