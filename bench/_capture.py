@@ -107,7 +107,7 @@ def version_key() -> str:
             "cleanup_ttl_days": CLEANUP_TTL_DAYS,
             "stale_ttl_days": STALE_TTL_DAYS,
         },
-        "writes": _digest(REPO / "devstack" / "_writes.py"),
+        "writes": _digest(REPO / "devstack" / "_writes.py") + _digest(REPO / "schema" / "table_writes.py"),
         "launcher_pom": _digest(REPO / "pipeline" / "launcher" / "pom.xml"),
         "moto": importlib.metadata.version("moto"),
         "amazon-kclpy": importlib.metadata.version("amazon-kclpy"),

@@ -2,9 +2,10 @@
 dynamo.SaveIfActive), on a boto3 DynamoDB client.
 
 Every key and item shape comes from the table contract (`schema.table`); the conditions are stated in
-`docs/table.md`. Builders are pure (they return one boto3 call's keyword arguments, or a transaction's
-TransactItems); `EntitlementTable` makes the calls, converting botocore errors once
-(`schema.aws_errors`) and retrying transient ones with bounded backoff. Refusals are never retried.
+`docs/table.md`. The builders are pure and live in `schema.table_writes` (re-exported here), shared
+with the local stack's direct writes (`devstack._writes`); `EntitlementTable` makes the calls,
+converting botocore errors once (`schema.aws_errors`) and retrying transient ones with bounded backoff.
+Refusals are never retried.
 
 Low-level images (`{"S": ...}` attribute values) are kept as DynamoDB returned them: a link puts back
 exactly the image it read. An image may hold a processor token: never log one.
@@ -34,7 +35,6 @@ __all__ = [
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -46,19 +46,27 @@ from schema.table import (
     ENTITLEMENT_SK_PREFIX,
     STALE_SK_PREFIX,
     EntitlementStatus,
-    cancellation_key,
-    entitlement_key,
-    gsi1_key,
-    stale_key,
     user_pk,
+)
+from schema.table_writes import (
+    SAVE_IF_ACTIVE_CONDITION,
+    LowLevelItem,
+    attribute,
+    business_time,
+    cancellation_record,
+    cancellation_transaction,
+    entitlement_row,
+    new_row_put,
+    reactivation_transaction,
+    retire_transaction,
+    save_if_active_request,
+    second_signup_transaction,
+    stale_record,
+    ttl_after,
 )
 from service._retry import RetryPolicy
 from service.errors import EntitlementNotActiveError, UnknownUserError
 
-AttributeValue = dict[str, Any]
-LowLevelItem = dict[str, AttributeValue]
-
-SAVE_IF_ACTIVE_CONDITION = "attribute_exists(pk) AND #status = :active"
 _STATUS = {"#status": "status"}
 _CHECK_FAILED = "ConditionalCheckFailedException"
 # Cancellation reasons after which the same transaction may pass.
@@ -74,170 +82,6 @@ class TransactionRefusedError(TerminalError):
     def __init__(self, message: str, codes: list[str]) -> None:
         self.codes = codes
         super().__init__(message)
-
-
-# -- pure builders ----------------------------------------------------------------------------------
-
-
-def _s(value: str) -> AttributeValue:
-    return {"S": value}
-
-
-def attribute(image: LowLevelItem, name: str) -> str | None:
-    """A string attribute of a low-level image, or None."""
-    value = image.get(name)
-    return value.get("S") if isinstance(value, dict) else None
-
-
-def business_time(now: datetime) -> str:
-    """createdAt / updatedAt: UTC, millisecond precision, `Z` suffix."""
-    return now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def ttl_after(now: datetime, days: int) -> int:
-    """Epoch seconds `days` after `now`: a top-level Number of epoch seconds, what DynamoDB's TTL reads."""
-    return int((now + timedelta(days=days)).timestamp())
-
-
-def entitlement_row(user_id: str, array_account_id: str, *, now: datetime) -> LowLevelItem:
-    """A fresh Active entitlement row. Only entitlement rows carry the GSI1 attributes; no row carries a
-    ttl (docs/table.md: only cleanup records do)."""
-    stamp = business_time(now)
-    plain = {
-        **entitlement_key(user_id, array_account_id),
-        **gsi1_key(array_account_id),
-        "userId": user_id,
-        "arrayAccountId": array_account_id,
-        "status": EntitlementStatus.ACTIVE.value,
-        "createdAt": stamp,
-        "updatedAt": stamp,
-    }
-    return {name: _s(value) for name, value in plain.items()}
-
-
-def _cleanup_record(key: dict[str, str], user_id: str, account: str, ttl: int, now: datetime) -> LowLevelItem:
-    plain = {**key, "userId": user_id, "arrayAccountId": account, "createdAt": business_time(now)}
-    item: LowLevelItem = {name: _s(value) for name, value in plain.items()}
-    item["ttl"] = {"N": str(ttl)}
-    return item
-
-
-def cancellation_record(user_id: str, array_account_id: str, *, ttl: int, now: datetime) -> LowLevelItem:
-    """On the user's single cancellation key, naming the account to delete."""
-    return _cleanup_record(cancellation_key(user_id), user_id, array_account_id, ttl, now)
-
-
-def stale_record(user_id: str, old_array_account_id: str, *, ttl: int, now: datetime) -> LowLevelItem:
-    """On the key ending in the superseded account id, naming that account."""
-    return _cleanup_record(stale_key(user_id, old_array_account_id), user_id, old_array_account_id, ttl, now)
-
-
-def _key(plain: dict[str, str]) -> LowLevelItem:
-    return {name: _s(value) for name, value in plain.items()}
-
-
-def save_if_active_request(table_name: str, image: LowLevelItem) -> dict[str, Any]:
-    """dynamo.SaveIfActive: a whole-item put of exactly `image`, only if the row exists and is Active."""
-    return {
-        "TableName": table_name,
-        "Item": image,
-        "ConditionExpression": SAVE_IF_ACTIVE_CONDITION,
-        "ExpressionAttributeNames": dict(_STATUS),
-        "ExpressionAttributeValues": {":active": _s(EntitlementStatus.ACTIVE.value)},
-    }
-
-
-def _set_status(
-    table_name: str, key: dict[str, str], *, to: EntitlementStatus, require: EntitlementStatus, now: datetime
-) -> dict[str, Any]:
-    return {
-        "TableName": table_name,
-        "Key": _key(key),
-        "UpdateExpression": "SET #status = :to, updatedAt = :now",
-        "ConditionExpression": "attribute_exists(pk) AND #status = :from",
-        "ExpressionAttributeNames": dict(_STATUS),
-        "ExpressionAttributeValues": {
-            ":to": _s(to.value),
-            ":from": _s(require.value),
-            ":now": _s(business_time(now)),
-        },
-    }
-
-
-def cancellation_transaction(
-    table_name: str, user_id: str, array_account_id: str, *, ttl: int, now: datetime
-) -> list[dict[str, Any]]:
-    """Cancellation: the Active row Cancelled + the cancellation record naming its account."""
-    row = entitlement_key(user_id, array_account_id)
-    record = cancellation_record(user_id, array_account_id, ttl=ttl, now=now)
-    return [
-        {
-            "Update": _set_status(
-                table_name, row, to=EntitlementStatus.CANCELLED, require=EntitlementStatus.ACTIVE, now=now
-            )
-        },
-        {"Put": {"TableName": table_name, "Item": record}},
-    ]
-
-
-def reactivation_transaction(
-    table_name: str, user_id: str, array_account_id: str, *, now: datetime
-) -> list[dict[str, Any]]:
-    """Reactivation: delete the cancellation record naming this account (the service's only delete) +
-    the Cancelled row Active again."""
-    row = entitlement_key(user_id, array_account_id)
-    return [
-        {
-            "Delete": {
-                "TableName": table_name,
-                "Key": _key(cancellation_key(user_id)),
-                "ConditionExpression": "attribute_exists(pk) AND arrayAccountId = :account",
-                "ExpressionAttributeValues": {":account": _s(array_account_id)},
-            }
-        },
-        {
-            "Update": _set_status(
-                table_name, row, to=EntitlementStatus.ACTIVE, require=EntitlementStatus.CANCELLED, now=now
-            )
-        },
-    ]
-
-
-def _new_row_put(table_name: str, row: LowLevelItem) -> dict[str, Any]:
-    # A new account's row: refused if a row for that account exists (never overwrite one).
-    return {"TableName": table_name, "Item": row, "ConditionExpression": "attribute_not_exists(pk)"}
-
-
-def retire_transaction(
-    table_name: str, user_id: str, old_array_account_id: str, *, stale_ttl: int, now: datetime
-) -> list[dict[str, Any]]:
-    """The superseded row retired + the stale cleanup record on the key ending in its account id."""
-    row = entitlement_key(user_id, old_array_account_id)
-    record = stale_record(user_id, old_array_account_id, ttl=stale_ttl, now=now)
-    return [
-        {
-            "Update": _set_status(
-                table_name, row, to=EntitlementStatus.SUPERSEDED, require=EntitlementStatus.ACTIVE, now=now
-            )
-        },
-        {"Put": {"TableName": table_name, "Item": record}},
-    ]
-
-
-def second_signup_transaction(
-    table_name: str,
-    user_id: str,
-    *,
-    old_array_account_id: str,
-    new_row: LowLevelItem,
-    stale_ttl: int,
-    now: datetime,
-) -> list[dict[str, Any]]:
-    """Second Array signup: the new Active row, the old row Superseded, the stale record, at once."""
-    return [
-        {"Put": _new_row_put(table_name, new_row)},
-        *retire_transaction(table_name, user_id, old_array_account_id, stale_ttl=stale_ttl, now=now),
-    ]
 
 
 # -- reading a user's items -------------------------------------------------------------------------
@@ -293,7 +137,7 @@ class EntitlementTable:
         request: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": _s(user_pk(user_id))},
+            "ExpressionAttributeValues": {":pk": {"S": user_pk(user_id)}},
             "ConsistentRead": True,
         }
         items: list[LowLevelItem] = []
@@ -333,7 +177,7 @@ class EntitlementTable:
     def put_new_row(self, row: LowLevelItem) -> None:
         """A new account's row on its own, refused (`TransactionRefusedError`) if that row exists."""
         try:
-            self._call("DynamoDB PutItem", self._client.put_item, _new_row_put(self.table_name, row))
+            self._call("DynamoDB PutItem", self._client.put_item, new_row_put(self.table_name, row))
         except _CheckFailedError:
             raise TransactionRefusedError("the row exists already", ["ConditionalCheckFailed"]) from None
 
@@ -374,8 +218,8 @@ class EntitlementTable:
             "FilterExpression": "begins_with(sk, :prefix) AND #status = :active",
             "ExpressionAttributeNames": dict(_STATUS),
             "ExpressionAttributeValues": {
-                ":prefix": _s(ENTITLEMENT_SK_PREFIX),
-                ":active": _s(EntitlementStatus.ACTIVE.value),
+                ":prefix": {"S": ENTITLEMENT_SK_PREFIX},
+                ":active": {"S": EntitlementStatus.ACTIVE.value},
             },
             "ProjectionExpression": "userId",
         }
