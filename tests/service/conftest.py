@@ -97,12 +97,15 @@ class ListSink:
 
 
 class CountingDynamoDB:
-    """A boto3 DynamoDB client that counts its write calls and can fail the next puts."""
+    """A boto3 DynamoDB client that counts its write calls and can fail the next puts.
+    `before_transact`: a hook run once, inside the next TransactWriteItems before it is sent (to force
+    a race between the service's read and its write)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.writes = 0
         self.fail_puts = 0
+        self.before_transact: Callable[[], None] | None = None
 
     def put_item(self, **kwargs: Any) -> dict[str, Any]:
         if self.fail_puts:
@@ -114,6 +117,9 @@ class CountingDynamoDB:
         return result
 
     def transact_write_items(self, **kwargs: Any) -> dict[str, Any]:
+        hook, self.before_transact = self.before_transact, None
+        if hook is not None:
+            hook()
         self.writes += 1
         result: dict[str, Any] = self._inner.transact_write_items(**kwargs)
         return result

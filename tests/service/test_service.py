@@ -109,6 +109,41 @@ def test_reactivation_without_a_cancellation_record_is_a_409(world: World) -> No
     assert world.status("u-1", account) == "Cancelled"
 
 
+def test_a_reactivation_whose_cancellation_record_expires_before_its_write_is_a_409_writing_nothing(
+    world: World,
+) -> None:
+    """The race the transaction's conditions close: the service read the record, then TTL removed it
+    (cleanup owns the account now) before the reactivation's write: refused, the row stays Cancelled."""
+    cancellation = {"pk": {"S": "USER#u-1"}, "sk": {"S": "CLEANUP#CANCELLATION"}}
+    with world.client() as client:
+        account = _signed_up(client, "u-1")
+        client.post("/u-1/cancellation")
+        row_before = world.item("USER#u-1", f"ENTITLEMENT#{account}")
+        world.counting.before_transact = lambda: world.dynamodb.delete_item(
+            TableName=world.table_name, Key=cancellation
+        )
+        answer = client.post("/u-1/reactivation")
+    assert answer.status_code == 409
+    assert answer.json()["error"] == "not_cancelled"
+    assert world.item("USER#u-1", f"ENTITLEMENT#{account}") == row_before
+    assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is None
+
+
+def test_the_second_of_two_racing_reactivations_is_a_409_and_the_first_stands(world: World) -> None:
+    """Both read the same cancellation record; the one whose transaction lands second is refused."""
+    with world.client() as client:
+        account = _signed_up(client, "u-1")
+        client.post("/u-1/cancellation")
+        first: list[str] = []  # the other request, landing between this one's read and its write
+        world.counting.before_transact = lambda: first.append(world.parts.service.reactivate("u-1"))
+        second = client.post("/u-1/reactivation")
+    assert first == [account]
+    assert second.status_code == 409
+    assert second.json()["error"] == "not_cancelled"
+    assert world.status("u-1", account) == "Active"
+    assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is None
+
+
 def test_reactivation_of_an_active_user_is_a_409(world: World) -> None:
     with world.client() as client:
         _signed_up(client, "u-1")
