@@ -13,6 +13,7 @@ __all__ = ["DaemonSpec", "KclDaemon", "Supervised", "launcher_properties", "stab
 import hashlib
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -70,6 +71,7 @@ class DaemonSpec:
     java: str
     launcher_jar: Path
     properties_path: Path
+    java_options: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     log_path: Path | None = None
     # The folder where the children write their shard stats after each commit: a file written there
@@ -106,6 +108,7 @@ class DaemonSpec:
             env["AWS_EC2_METADATA_DISABLED"] = "true"
         return cls(
             java=settings.consumer.java,
+            java_options=tuple(shlex.split(settings.consumer.java_options)),
             launcher_jar=settings.consumer.launcher_jar,
             properties_path=properties_path,
             environment=env,
@@ -143,7 +146,13 @@ class KclDaemon:
             stderr = self._log
         self._started_ns = time.time_ns()
         self._process = subprocess.Popen(
-            [self._spec.java, "-jar", str(self._spec.launcher_jar), str(self._spec.properties_path)],
+            [
+                self._spec.java,
+                *self._spec.java_options,
+                "-jar",
+                str(self._spec.launcher_jar),
+                str(self._spec.properties_path),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,

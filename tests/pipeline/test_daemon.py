@@ -8,7 +8,9 @@ import os
 import threading
 from pathlib import Path
 
-from config import load_settings
+import pytest
+
+from config import load_settings, settings_environment
 from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties, stable_worker_id, supervise
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
@@ -114,3 +116,18 @@ def test_the_restart_backoff_resets_once_a_run_has_delivered_records() -> None:
     stop = _RecordingStop(restarts=5)
     supervise(_ExitingDaemon([False, False, True, False, False]), stop)
     assert stop.waits == [1.0, 2.0, 1.0, 2.0, 4.0]
+
+
+def test_the_launcher_jvm_gets_the_configured_options(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path, "java_options": "-Xss1m -XX:+UseSerialGC"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert spec.java_options == ("-Xss1m", "-XX:+UseSerialGC")
+
+
+def test_the_consumer_settings_rebuild_from_the_environment_a_child_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path})
+    for name, value in settings_environment(settings).items():
+        monkeypatch.setenv(name, value)
+    assert load_settings().consumer == settings.consumer
