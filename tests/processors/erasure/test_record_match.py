@@ -8,6 +8,7 @@ import json
 import pytest
 
 from processors.erasure._record_match import UNESCAPE_ROUNDS, ErasedKeys, json_unescaped
+from tests.support.stream_records import insert
 
 ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
 WHERE = {"stream_arn": ARN, "shard_id": "shardId-00000001700000000000-match", "sequence_number": "100"}
@@ -20,28 +21,13 @@ def record(
 ) -> bytes:
     """An adapter-shape INSERT of an Active entitlement row of `user_id`."""
     keys = {"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"ENTITLEMENT#{array_account}"}}
-    return json.dumps(
-        {
-            "eventID": event_id,
-            "eventName": "INSERT",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": 1767225600000,
-                "Keys": keys,
-                "NewImage": {
-                    **keys,
-                    "userId": {"S": user_id},
-                    "arrayAccountId": {"S": array_account},
-                    "status": {"S": "Active"},
-                },
-                "SequenceNumber": sequence_number,
-                "SizeBytes": 100,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-        }
-    ).encode()
+    row = {
+        **keys,
+        "userId": {"S": user_id},
+        "arrayAccountId": {"S": array_account},
+        "status": {"S": "Active"},
+    }
+    return insert(row, event_id=event_id, sequence_number=sequence_number, created_at_ms=1767225600000)
 
 
 def escaped(text: str) -> str:
