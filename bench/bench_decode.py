@@ -222,23 +222,13 @@ def _bench_records() -> None:
     # keep a busy machine's interruptions out of the figures.
     chunks = _batches(RECORDS)
     lambda_batches = [orjson.dumps({"Records": [raw_records[i] for i in chunk]}) for chunk in chunks]
-    deserializer = TypeDeserializer()
     typed_decode = decode_module._decode_typed
 
-    def decoder(chunk: int) -> list[StreamEvent]:
-        return [
-            decode_record(
-                adapter_bytes[i], stream_arn=STREAM_ARN, shard_id=SHARD_ID, sequence_number=sequences[i]
-            )
-            for i in chunks[chunk]
-        ]
-
-    def generic_branch(chunk: int) -> list[StreamEvent]:
-        decode_module._decode_typed = _typed_branch_off
-        try:
-            return decoder(chunk)
-        finally:
-            decode_module._decode_typed = typed_decode
+    shared = _contenders(
+        adapter_bytes, sequences, lambda_batches, chunks, stream_arn=STREAM_ARN, shard_id=SHARD_ID
+    )
+    decoder, generic_branch = shared["decoder"], shared["generic"]
+    powertools_json, boto3_images = shared["powertools_json"], shared["boto3"]
 
     def typed_envelope(chunk: int) -> list[Any]:
         return [typed_decode(adapter_bytes[i]) for i in chunks[chunk]]
@@ -249,36 +239,15 @@ def _bench_records() -> None:
             for i in chunks[chunk]
         ]
 
-    def powertools_json(chunk: int) -> Any:
-        return DynamoDBStreamModel.model_validate_json(lambda_batches[chunk])
-
-    def powertools_dict(chunk: int) -> Any:
-        return DynamoDBStreamModel.model_validate(orjson.loads(lambda_batches[chunk]))
-
-    def boto3_images(chunk: int) -> list[Any]:
-        out = []
-        for i in chunks[chunk]:
-            ddb = orjson.loads(adapter_bytes[i])["dynamodb"]
-            out.append(
-                [
-                    {name: deserializer.deserialize(av) for name, av in ddb[section].items()}
-                    for section in ("Keys", "NewImage", "OldImage")
-                ]
-            )
-        return out
-
-    def bare_orjson(chunk: int) -> list[Any]:
-        return [orjson.loads(adapter_bytes[i]) for i in chunks[chunk]]
-
     contenders: dict[str, Callable[[int], Any]] = {
         "decoder": decoder,
         "generic": generic_branch,
         "typed_envelope": typed_envelope,
         "raw_path": raw_path,
         "powertools_json": powertools_json,
-        "powertools_dict": powertools_dict,
+        "powertools_dict": shared["powertools_dict"],
         "boto3": boto3_images,
-        "orjson": bare_orjson,
+        "orjson": shared["orjson"],
     }
 
     # Correctness first: every record decodes to the event its change implies, in both shapes and both
@@ -350,13 +319,33 @@ def _captured_contenders(
     capture: _capture.Capture, chunks: Sequence[Sequence[int]]
 ) -> dict[str, Callable[[int], Any]]:
     """The contenders on the captured records, chunk by chunk (each chunk a list of record indexes)."""
-    numbers = [number for number, _ in capture.records]
     datas = [data for _, data in capture.records]
-    stream_arn, shard_id = capture.stream_arn, capture.shard_id
     lambda_batches = [
-        orjson.dumps({"Records": [_lambda_shape(orjson.loads(datas[i]), stream_arn) for i in chunk]})
+        orjson.dumps({"Records": [_lambda_shape(orjson.loads(datas[i]), capture.stream_arn) for i in chunk]})
         for chunk in chunks
     ]
+    return _contenders(
+        datas,
+        [number for number, _ in capture.records],
+        lambda_batches,
+        chunks,
+        stream_arn=capture.stream_arn,
+        shard_id=capture.shard_id,
+    )
+
+
+def _contenders(
+    datas: Sequence[bytes],
+    numbers: Sequence[str],
+    lambda_batches: Sequence[bytes],
+    chunks: Sequence[Sequence[int]],
+    *,
+    stream_arn: str,
+    shard_id: str,
+) -> dict[str, Callable[[int], Any]]:
+    """The contenders both benches time, chunk by chunk: the decoder (and its generic branch alone) on
+    the adapter's bytes `datas` (sequence numbers `numbers`), Powertools both ways on each chunk's Lambda
+    batch, boto3's TypeDeserializer and bare orjson on the same bytes."""
     deserializer = TypeDeserializer()
     typed_decode = decode_module._decode_typed
 
