@@ -24,7 +24,8 @@ Figures, each beside its baseline measured in the same run:
 - leader failover: one shard, the first worker up both the leader and the lease holder, a second worker
   reporting; the first one killed; the time from the kill to the first record handed to the survivor,
   beside KCL 3.1.3's 2-minute leader lock + failover time + lease-assignment interval (the lock is not
-  configurable in 3.1.3: this figure is about 2 minutes by construction, and no lower bound is claimed);
+  configurable in 3.1.3: this figure is about 2 minutes by construction, so the section takes about
+  2.5 minutes, and no bound below the lock is claimed);
 - live latency at `LIVE_RATE` writes/s: write (the put's return) to handed to the child, and to a Parquet
   file in the lake that holds it, p50/p99, with their components (idle, a caught-up GetRecords call's
   p50/p99 on this moto, the child's commit: from the batch's hand-over to its `checkpointed` line);
