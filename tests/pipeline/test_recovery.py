@@ -126,6 +126,15 @@ def test_a_record_that_now_fails_terminally_is_dead_lettered_and_the_rest_replay
     assert stored(tmp_path) == (0, 1, 0)
 
 
+def test_a_damaged_parked_file_stays_and_every_other_batch_replays(tmp_path: Path) -> None:
+    park(tmp_path, "lake", "e-1")
+    damaged = tmp_path / "parked" / "lake" / "damaged.json"
+    damaged.write_bytes(b"{truncated")
+    lake = Recorder("lake")
+    report = recovery(tmp_path, lake).replay_parked()
+    assert (lake.flushed, report.finished, damaged.exists()) == (["e-1"], 1, True)
+
+
 def test_a_batch_whose_handler_fails_again_stays_parked_as_it_was(tmp_path: Path) -> None:
     path = park(tmp_path, "lake", "e1", "e2")
     report = recovery(tmp_path, Recorder("lake", failures=[OSError("disk full")])).replay_parked()
