@@ -18,6 +18,7 @@ from tests.pipeline._consumer_fakes import (
     FAST_RETRY,
     STREAM,
     FakeEvent,
+    PartlyFinishing,
     Recorder,
     Stores,
     fake_decode,
@@ -150,6 +151,15 @@ def test_a_batch_that_fails_again_keeps_only_its_unfinished_records_parked(tmp_p
     [batch] = list(Stores.under(tmp_path).parked)
     assert [r.data for r in batch.records] == [b"e2", b"e3"]
     assert stored(tmp_path) == (0, 1, 1)
+    assert report.remaining == 1
+
+
+def test_a_replay_that_finishes_part_of_a_batch_leaves_only_the_rest_parked(tmp_path: Path) -> None:
+    park(tmp_path, "cleanup", "e1", "e2", "e3")
+    cleanup = PartlyFinishing("cleanup", [{"e1", "e3"}, set(), set()])
+    report = recovery(tmp_path, cleanup, Recorder("lake")).replay_parked()
+    [batch] = list(Stores.under(tmp_path).parked)
+    assert [r.data for r in batch.records] == [b"e2"]
     assert report.remaining == 1
 
 

@@ -16,9 +16,10 @@ from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from pipeline.shard_consumer import ConsumerCrash, LeaseLost, ShardConsumer
-from schema.errors import FlushIncomplete, RecordContext, RetryableError, TerminalError
+from schema.errors import RecordContext, RetryableError, TerminalError
 from tests.pipeline._consumer_fakes import (
     STREAM,
+    PartlyFinishing,
     Recorder,
     Stores,
     fake_decode,
@@ -238,31 +239,6 @@ def test_a_producer_whose_sink_cannot_flush_is_parked_too(tmp_path: Path) -> Non
     parked = {batch.handler: batch for batch in ParkedWork(tmp_path / "parked")}
     assert sorted(parked) == ["cleanup", "lake"]
     assert parked["cleanup"].reason == "sink lake failed: TerminalError"
-
-
-class PartlyFinishing(Recorder):
-    """A handler whose flush attempts each finish the events named (hands their outputs to its sink),
-    then fail: with `FlushIncomplete` naming every event finished since its last success, or, for an
-    attempt scripted as None, with a plain error that names nothing."""
-
-    def __init__(self, name: str, attempts: list[set[str] | None], sink: Recorder | None = None) -> None:
-        super().__init__(name, sink=sink)
-        self.attempts = list(attempts)
-        self.done: set[str] = set()
-
-    def flush(self) -> None:
-        self.log.append(f"flush:{self.name}")
-        finishing = self.attempts.pop(0)
-        if finishing is None:
-            raise OSError("the queue went away")
-        for event_id in finishing:
-            self.pending.remove(event_id)
-            if self.sink is not None:
-                self.sink.add_output(f"out:{event_id}")
-        self.done |= finishing
-        # records("e1", "e2", ...) numbers them 100, 101, ...
-        positions = frozenset(("shardId-1", str(99 + int(event_id[1:]))) for event_id in self.done)
-        raise FlushIncomplete("some work could not be handed on", finished=positions)
 
 
 def _parked_payloads(tmp_path: Path, handler: str) -> list[bytes]:
