@@ -26,7 +26,7 @@ from tests.pipeline._consumer_fakes import (
     registry_of,
 )
 
-FEEDS = {"cleanup": ("lake",)}
+FEEDS: dict[str, tuple[str, ...]] = {"cleanup": ("lake",)}
 
 
 def recovery(tmp_path: Path, *handlers: Recorder, decode: Any = fake_decode) -> Recovery:
