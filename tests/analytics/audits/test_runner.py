@@ -8,16 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from analytics.audits import (
-    AuditConfig,
-    AuditError,
-    AuditParameters,
-    AuditReport,
-    Status,
-    Thresholds,
-    run_audits,
-)
+from analytics.audits import AuditConfig, AuditParameters, AuditReport, Status, run_audits
 from analytics.audits import render_report as render
+from analytics.audits._config import Thresholds
+from analytics.audits._runner import AuditError
 from analytics.lake import Lake, snapshot
 from schema.table import entitlement_key
 from tests.analytics.audits.conftest import found
