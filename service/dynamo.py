@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from schema.aws_errors import aws_error_code, converted
+from schema.aws_errors import RETRYABLE_CANCELLATION_CODES, aws_error_code, cancellation_codes, converted
 from schema.errors import RetryableError, TerminalError
 from schema.table import (
     CANCELLATION_SK,
@@ -69,10 +69,6 @@ from service.errors import EntitlementNotActiveError, UnknownUserError
 
 _STATUS = {"#status": "status"}
 _CHECK_FAILED = "ConditionalCheckFailedException"
-# Cancellation reasons after which the same transaction may pass.
-_RETRYABLE_CANCELLATIONS = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
-)
 
 
 class TransactionRefusedError(TerminalError):
@@ -117,11 +113,6 @@ class DynamoDBClient(Protocol):
     def query(self, **kwargs: Any) -> dict[str, Any]: ...
     def scan(self, **kwargs: Any) -> dict[str, Any]: ...
     def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
-
-
-def _cancellation_codes(error: ClientError) -> list[str]:
-    reasons: Any = error.response.get("CancellationReasons") or []
-    return [str(r.get("Code", "None")) for r in reasons if isinstance(r, dict)]
 
 
 class EntitlementTable:
@@ -202,11 +193,11 @@ class EntitlementTable:
                     self._client.transact_write_items(TransactItems=items)
                 except ClientError as error:
                     if aws_error_code(error) == "TransactionCanceledException":
-                        codes = _cancellation_codes(error)
+                        codes = cancellation_codes(error)
                         failed = {code for code in codes if code not in ("None", "")}
                         if failed and failed <= {"ConditionalCheckFailed"}:
                             raise TransactionRefusedError("transaction refused", codes) from None
-                        if failed & _RETRYABLE_CANCELLATIONS:
+                        if failed & RETRYABLE_CANCELLATION_CODES:
                             raise RetryableError("DynamoDB TransactWriteItems cancelled: conflict") from None
                     with converted("DynamoDB TransactWriteItems"):
                         raise
