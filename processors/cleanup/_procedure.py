@@ -40,10 +40,11 @@ from processors.cleanup._errors import (
     GuardUnavailableError,
 )
 from processors.cleanup._notes import DeletionNotes, NoteState
-from processors.cleanup._table import RowRef, business_time, find_rows_for_account, mark_row_removed
+from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
 from processors.cleanup._work import CleanupWork
 from schema.errors import RetryableError, TerminalError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from schema.table_writes import business_time
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from typing import Protocol
 from pipeline.clock import Clock
 from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
-from processors.cleanup._table import business_time, find_rows_for_account, mark_row_removed
+from processors.cleanup._table import find_rows_for_account, mark_row_removed
+from schema.table_writes import business_time
 
 
 class DeletedAccountsSource(Protocol):

@@ -3,10 +3,9 @@ mark one Removed with a conditional update. botocore errors are converted here, 
 
 from __future__ import annotations
 
-__all__ = ["MarkResult", "RowRef", "business_time", "find_rows_for_account", "mark_row_removed"]
+__all__ = ["MarkResult", "RowRef", "find_rows_for_account", "mark_row_removed"]
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -15,11 +14,6 @@ from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
 from schema.aws_errors import aws_error_code
 from schema.table import GSI1_NAME, EntitlementStatus, gsi1_key
-
-
-def business_time(now: datetime) -> str:
-    """`updatedAt` as the table keeps it (docs/table.md): UTC, millisecond precision, `Z` suffix."""
-    return now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
