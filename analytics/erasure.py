@@ -9,9 +9,9 @@ import analytics; `entitlements.compose` hands the worker this adapter).
 - `purge` is `analytics.lake.purge_users`: one call per received batch of erasures, rewriting each file
   that holds a row of any of them once, whole and atomically, and no other file. Calls are serialised
   in the process and across a local lake's processes (the lake's rewrite lock).
-- `holds` scans the `user_id` (and `pk`) columns of every data file in the purged datasets
-  (`analytics.lake.purge.PURGED_DATASETS`) with pyarrow.dataset, and answers None when a file cannot be
-  read.
+- `holds` scans the `user_id` (and `pk`) columns of every current data file of the purged tables
+  (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them) with pyarrow.dataset, and
+  answers None when a file cannot be read.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.fs as pafs
+from deltalake.exceptions import DeltaError
 
 from analytics.lake import Lake, purge_users
+from analytics.lake._delta import active_files, open_table
 from analytics.lake._mask import read_mask, write_mask
 from analytics.lake.purge import PURGED_DATASETS
 from analytics.views import connect
@@ -81,18 +82,12 @@ class AnalyticsLakeEraser:
     def holds(self, user_id: str) -> bool | None:
         try:
             return any(self._dataset_holds(name, user_id) for name in PURGED_DATASETS)
-        except (OSError, pa.ArrowException):
+        except (OSError, pa.ArrowException, DeltaError):
             return None
 
     def _data_files(self, directory: str) -> list[str]:
-        selector = pafs.FileSelector(self._lake.path(directory), recursive=True, allow_not_found=True)
-        return sorted(
-            info.path
-            for info in self._lake.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File
-            and info.base_name.endswith(".parquet")
-            and not info.base_name.startswith(("_", "."))
-        )
+        table = open_table(self._lake, directory)
+        return [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
 
     def _dataset_holds(self, directory: str, user_id: str) -> bool:
         files = self._data_files(directory)

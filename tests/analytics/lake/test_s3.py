@@ -1,8 +1,10 @@
-"""analytics/lake/_filesystem.py: an s3:// lake round trip on moto's S3 (loopback only)."""
+"""analytics/lake/_filesystem.py: an s3:// lake round trip on moto's S3 (loopback only, in a process of its
+own: delta-rs holds the interpreter while it waits for S3, so an in-process moto could never answer)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -20,10 +22,18 @@ from analytics.lake import (
 from analytics.views import connect
 from config import LakeSettings
 from tests.analytics.lakesim import TableSim, replay, state_rows
+from tests.support.moto_process import moto_in_its_own_process
+
+
+@pytest.fixture(scope="module")
+def moto_s3() -> Iterator[str]:
+    with moto_in_its_own_process() as moto:
+        yield moto.endpoint
 
 
 @pytest.fixture
-def s3_lake(moto_endpoint: str) -> Lake:
+def s3_lake(moto_s3: str) -> Lake:
+    moto_endpoint = moto_s3
     assert moto_endpoint.startswith("http://127.0.0.1:")
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="eu-west-1")
