@@ -20,15 +20,15 @@ __all__ = ["AnalyticsLakeEraser"]
 
 import threading
 from collections.abc import Collection
-from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from deltalake.exceptions import DeltaError
 
 from analytics.lake import Lake, purge_users
-from analytics.lake._delta import active_files, open_table
+from analytics.lake._delta import active_files, open_table, table_schema_names
 from analytics.lake._mask import read_mask, write_mask
 from analytics.lake.purge import PURGED_DATASETS
 from analytics.views import connect
@@ -85,22 +85,19 @@ class AnalyticsLakeEraser:
         except (OSError, pa.ArrowException, DeltaError):
             return None
 
-    def _data_files(self, directory: str) -> list[str]:
-        table = open_table(self._lake, directory)
-        return [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
-
     def _dataset_holds(self, directory: str, user_id: str) -> bool:
-        files = self._data_files(directory)
-        if not files:
+        table = open_table(self._lake, directory)
+        files = [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
+        if table is None or not files:
             return False
-        dataset = ds.dataset(files, filesystem=self._lake.fs, format="parquet")
-        names = set(dataset.schema.names)
-        condition: Any = None
-        if "user_id" in names:
-            condition = ds.field("user_id") == user_id
-        if "pk" in names:
-            by_pk = ds.field("pk") == f"{USER_PK_PREFIX}{user_id}"
-            condition = by_pk if condition is None else (condition | by_pk)
-        if condition is None:
-            return False
-        return bool(dataset.count_rows(filter=condition))
+        probe = [c for c in ("user_id", "pk") if c in table_schema_names(table)]
+        # Every file is read (its probed columns): a file that cannot be read answers None.
+        wanted = {"user_id": user_id, "pk": f"{USER_PK_PREFIX}{user_id}"}
+        for path in files:
+            with self._lake.fs.open_input_file(path) as handle:
+                columns = pq.read_table(handle, columns=probe)
+            for name in probe:
+                values = columns[name].cast(pa.string())
+                if pc.any(pc.equal(values, wanted[name])).as_py():
+                    return True
+        return False

