@@ -106,19 +106,32 @@ def append(
 ) -> int:
     """Write `data` as ONE commit (all of it or none; any error leaves the table as it was); returns the
     version committed. Columns the table lacks are added (schema evolution of the allow-list)."""
-    write_deltalake(
-        table,
-        data,
-        mode=mode,  # type: ignore[arg-type]
-        partition_by=list(partition_by) or None,
-        schema_mode="merge",
-        predicate=predicate,
-        writer_properties=WRITER,
-        commit_properties=CommitProperties(
-            custom_metadata=dict(custom_metadata) if custom_metadata else None,
-            max_commit_retries=1000,
-        ),
-    )
+    known = set(table_schema_names(table))
+    for attempt in range(_RETRIES):
+        try:
+            write_deltalake(
+                table,
+                data,
+                mode=mode,  # type: ignore[arg-type]
+                partition_by=list(partition_by) or None,
+                # Only a write bringing columns the table lacks changes its schema (allow-list growth).
+                schema_mode="merge" if set(data.schema.names) - known else None,
+                predicate=predicate,
+                writer_properties=WRITER,
+                commit_properties=CommitProperties(
+                    custom_metadata=dict(custom_metadata) if custom_metadata else None,
+                    max_commit_retries=1000,
+                ),
+            )
+            break
+        except CommitFailedError:
+            # A commit that read the table (an overwrite) lost to a concurrent rewrite, or an append
+            # planned on a version a rewrite has since replaced: nothing was published. An append is
+            # safe to redo on the new version; a rewrite must be re-planned by its caller.
+            if mode != "append" or attempt == _RETRIES - 1:
+                raise
+            logger.info("commit lost to a concurrent rewrite; appending again", extra={"attempt": attempt})
+            table.update_incremental()
     version = int(table.version())
     restrict_commit(lake, name, version)
     return version
