@@ -152,7 +152,8 @@ def _current_from_snapshot(lake: Lake, allow: AllowList) -> str | None:
     listed = ", ".join(columns)
     return (
         f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM ("  # noqa: S608
-        f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME {fold_sql(changes_sql, allow)}) AS s "
+        f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME "
+        f"{fold_sql(changes_sql, allow)}) AS s "
         f"WHERE {mask} QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
         ") WHERE NOT deleted"
     )

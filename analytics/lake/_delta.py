@@ -37,7 +37,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
@@ -101,7 +101,7 @@ def append(
     *,
     partition_by: tuple[str, ...] = (),
     custom_metadata: Mapping[str, str] | None = None,
-    mode: str = "append",
+    mode: Literal["append", "overwrite"] = "append",
     predicate: str | None = None,
 ) -> int:
     """Write `data` as ONE commit (all of it or none; any error leaves the table as it was); returns the
@@ -109,20 +109,32 @@ def append(
     known = set(table_schema_names(table))
     for attempt in range(_RETRIES):
         try:
-            write_deltalake(
-                table,
-                data,
-                mode=mode,  # type: ignore[arg-type]
-                partition_by=list(partition_by) or None,
-                # Only a write bringing columns the table lacks changes its schema (allow-list growth).
-                schema_mode="merge" if set(data.schema.names) - known else None,
-                predicate=predicate,
-                writer_properties=WRITER,
-                commit_properties=CommitProperties(
-                    custom_metadata=dict(custom_metadata) if custom_metadata else None,
-                    max_commit_retries=1000,
-                ),
+            # Only a write bringing columns the table lacks changes its schema (allow-list growth).
+            schema_mode: Literal["merge"] | None = "merge" if set(data.schema.names) - known else None
+            commit = CommitProperties(
+                custom_metadata=dict(custom_metadata) if custom_metadata else None, max_commit_retries=1000
             )
+            if mode == "append":
+                write_deltalake(
+                    table,
+                    data,
+                    mode="append",
+                    partition_by=list(partition_by) or None,
+                    schema_mode=schema_mode,
+                    writer_properties=WRITER,
+                    commit_properties=commit,
+                )
+            else:
+                write_deltalake(
+                    table,
+                    data,
+                    mode="overwrite",
+                    partition_by=list(partition_by) or None,
+                    schema_mode=schema_mode,
+                    predicate=predicate,
+                    writer_properties=WRITER,
+                    commit_properties=commit,
+                )
             break
         except CommitFailedError:
             # A commit that read the table (an overwrite) lost to a concurrent rewrite, or an append
@@ -217,9 +229,7 @@ def restrict_commit(lake: Lake, name: str, version: int) -> None:
                     paths.append(os.path.join(root, action["add"]["path"]))
     except FileNotFoundError:
         pass
-    paths.extend(
-        os.path.join(log, n) for n in ("_last_checkpoint", f"{version:020d}.checkpoint.parquet")
-    )
+    paths.extend(os.path.join(log, n) for n in ("_last_checkpoint", f"{version:020d}.checkpoint.parquet"))
     paths.append(entry)
     folders = {root, log}
     for path in paths:

@@ -55,8 +55,8 @@ def read_table(lake: Lake, relative: str) -> pa.Table:
 
 @dataclass(frozen=True)
 class Source:
-    """Files to fold (lake-relative): `changes` data files (`kind` "changes") or state files ("state"), with an
-    optional SQL filter on their rows (e.g. on created_at for an as-of state)."""
+    """Files to fold (lake-relative): `changes` data files (`kind` "changes") or state files ("state"),
+    with an optional SQL filter on their rows (e.g. on created_at for an as-of state)."""
 
     kind: str
     files: tuple[str, ...]

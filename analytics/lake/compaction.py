@@ -101,8 +101,10 @@ def _any_overlap(rows: list[dict[str, object]]) -> bool:
         for other_key, other_shard, other_stream in spans[index + 1 :]:
             if str(other_key[0]) > str(key[1]):
                 break  # sorted by the first key: no later file overlaps this one's keys
-            if str(other_shard[0]) <= str(shard[1]) and str(shard[0]) <= str(other_shard[1]) and (
-                str(other_stream[0]) <= str(stream[1]) and str(stream[0]) <= str(other_stream[1])
+            if (
+                str(other_shard[0]) <= str(shard[1])
+                and str(shard[0]) <= str(other_shard[1])
+                and (str(other_stream[0]) <= str(stream[1]) and str(stream[0]) <= str(other_stream[1]))
             ):
                 return True
     return False
@@ -135,7 +137,7 @@ def _dedupe_partition(lake: Lake, table: DeltaTable, dataset: str, day: str, fil
         partition_by=TABLES[dataset].partition_by,
         predicate=f"{PARTITION_COLUMN} = '{day}'",
     )
-    return total - kept.num_rows
+    return total - int(kept.num_rows)
 
 
 def compact(
@@ -162,7 +164,9 @@ def compact(
                 skipped.add(day)  # a concurrent commit touched it: left for the next run
                 result.conflicts[dataset] += 1
         if skipped:
-            logger.info("compaction left partitions with a concurrent commit", extra={"partitions": len(skipped)})
+            logger.info(
+                "compaction left partitions with a concurrent commit", extra={"partitions": len(skipped)}
+            )
             continue
         try:
             metrics = table.optimize.compact(target_size=small_file_bytes, writer_properties=WRITER)
@@ -173,7 +177,9 @@ def compact(
         result.files_merged[dataset] += int(metrics.get("numFilesRemoved") or 0)
         result.files_written[dataset] += int(metrics.get("numFilesAdded") or 0)
         removed = metrics.get("filesRemoved") or {}
-        result.bytes_rewritten[dataset] += int(removed.get("totalSize") or 0) if isinstance(removed, dict) else 0
+        result.bytes_rewritten[dataset] += (
+            int(removed.get("totalSize") or 0) if isinstance(removed, dict) else 0
+        )
         restrict_commit(lake, dataset, int(table.version()))
         result.files_vacuumed[dataset] += len(table.vacuum(dry_run=False))
     logger.info("compaction done", extra={"files_merged": sum(result.files_merged.values())})

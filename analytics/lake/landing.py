@@ -165,7 +165,8 @@ class LakeHandler:
         assert self._tables is not None
         parts = [
             item.table.append_column(
-                pa.field(PARTITION_COLUMN, pa.date32()), pa.array([item.day] * item.table.num_rows, pa.date32())
+                pa.field(PARTITION_COLUMN, pa.date32()),
+                pa.array([item.day] * item.table.num_rows, pa.date32()),
             )
             for item in pending
         ]

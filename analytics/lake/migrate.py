@@ -76,8 +76,7 @@ def _old_data_files(lake: Lake, directory: str) -> list[str]:
     return sorted(
         lake.relative(info.path)
         for info in _files(lake, directory)
-        if info.base_name.endswith(".parquet")
-        and not info.base_name.startswith(("part-", "_", "."))
+        if info.base_name.endswith(".parquet") and not info.base_name.startswith(("part-", "_", "."))
     )
 
 
@@ -121,7 +120,9 @@ def _first_per_identity(table: pa.Table, name: str) -> pa.Table:
     return table.take(pc.sort_indices(first["_row_min"]))
 
 
-def _migrate_partitioned(lake: Lake, name: str, tables: dict[str, object], allow: AllowList, result: MigrationResult) -> None:
+def _migrate_partitioned(
+    lake: Lake, name: str, tables: dict[str, object], allow: AllowList, result: MigrationResult
+) -> None:
     table = tables[name]
     done = _migrated(lake, table)
     by_day: dict[date, list[str]] = defaultdict(list)
@@ -159,7 +160,9 @@ def _migrate_as_of(lake: Lake, tables: dict[str, object], allow: AllowList, resu
     declared = TABLES[AS_OF_DIR].schema(allow)
     for relative in _old_data_files(lake, AS_OF_DIR):
         if relative not in done:
-            instant = datetime.strptime(relative.rsplit("/", 1)[-1].removesuffix(".parquet"), "%Y%m%dT%H%M%S%fZ")
+            instant = datetime.strptime(
+                relative.rsplit("/", 1)[-1].removesuffix(".parquet"), "%Y%m%dT%H%M%S%fZ"
+            )
             state = read_table(lake, relative)
             stamped = state.append_column(
                 pa.field("as_of", pa.timestamp("us", tz="UTC")),
@@ -219,6 +222,10 @@ def migrate(lake: Lake, *, allow_list: AllowList | None = None) -> MigrationResu
 def old_format_files(lake: Lake) -> list[str]:
     """What of the old format is left (empty once migrated)."""
     return sorted(
-        [*_old_data_files(lake, CHANGES), *_old_data_files(lake, OUTCOMES), *_old_data_files(lake, AS_OF_DIR)]
-        + _leftovers(lake)
+        [
+            *_old_data_files(lake, CHANGES),
+            *_old_data_files(lake, OUTCOMES),
+            *_old_data_files(lake, AS_OF_DIR),
+            *_leftovers(lake),
+        ]
     )

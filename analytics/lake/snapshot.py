@@ -236,7 +236,9 @@ def snapshot(
     consolidated = False
     version: int | None = info.version if info else None
     if rebuild or to_read:
-        folded = _collect(fold(lake, [Source("changes", tuple(to_read), where)], allow, live_only=False), schema)
+        folded = _collect(
+            fold(lake, [Source("changes", tuple(to_read), where)], allow, live_only=False), schema
+        )
         rows_written = folded.num_rows
         written = STATE_DIR
         version = append(
@@ -255,12 +257,14 @@ def snapshot(
             and (after.delta_rows > consolidate_ratio * max(after.base_rows, 1) or after.deltas > max_deltas)
         ):
             state_files = list(after.state_files)
-            merged = _collect(fold(lake, [Source("state", tuple(state_files), where)], allow, live_only=False), schema)
-            version = append(
-                lake, state, STATE_DIR, _with_version(merged, target), mode="overwrite"
+            merged = _collect(
+                fold(lake, [Source("state", tuple(state_files), where)], allow, live_only=False), schema
             )
+            version = append(lake, state, STATE_DIR, _with_version(merged, target), mode="overwrite")
             consolidated = True
-    logger.info("snapshot written", extra={"files_read": len(to_read), "files_covered": skipped, "rows": rows_read})
+    logger.info(
+        "snapshot written", extra={"files_read": len(to_read), "files_covered": skipped, "rows": rows_read}
+    )
     return SnapshotResult(
         version=version,
         as_of=None,
@@ -318,9 +322,7 @@ def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = N
     return _collect(fold(lake, _as_of_sources(lake, as_of), allow, live_only=True), state_schema(allow))
 
 
-def state_at_version(
-    lake: Lake, version: int | datetime, *, allow_list: AllowList | None = None
-) -> pa.Table:
+def state_at_version(lake: Lake, version: int | datetime, *, allow_list: AllowList | None = None) -> pa.Table:
     """Time travel: the live items as the `changes` table held them at `version` (a version number,
     or an instant of the table's commit clock). Raises when the log no longer holds that version
     (an erasure ends time travel across it)."""
@@ -344,7 +346,9 @@ def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None 
     state = _collect(fold(lake, sources, allow, live_only=True), state_schema(allow))
     stamped = state.append_column(
         pa.field("as_of", pa.timestamp("us", tz="UTC")),
-        pc.cast(pa.array([as_of] * state.num_rows, pa.timestamp("us", tz="UTC")), pa.timestamp("us", tz="UTC")),
+        pc.cast(
+            pa.array([as_of] * state.num_rows, pa.timestamp("us", tz="UTC")), pa.timestamp("us", tz="UTC")
+        ),
     )
     append(
         lake,

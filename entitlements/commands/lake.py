@@ -182,6 +182,7 @@ def compact_command(
     for dataset in ("changes", "outcomes"):
         typer.echo(
             f"{dataset}: {result.files_merged.get(dataset, 0)} files merged into "
-            f"{result.files_written.get(dataset, 0)}, {result.bytes_rewritten.get(dataset, 0)} bytes rewritten, "
+            f"{result.files_written.get(dataset, 0)}, "
+            f"{result.bytes_rewritten.get(dataset, 0)} bytes rewritten, "
             f"{result.conflicts.get(dataset, 0)} commits lost to a concurrent purge"
         )

@@ -1,4 +1,4 @@
-"""`entitlements lake migrate` and `entitlements lake files`: the lake's Delta tables from the command line."""
+"""`entitlements lake migrate` and `entitlements lake files`: the lake's Delta tables from the CLI."""
 
 from __future__ import annotations
 

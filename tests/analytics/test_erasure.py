@@ -9,9 +9,9 @@ from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake, LakeHandler
-from tests.analytics.lake.delta_files import data_files
 from analytics.lake._mask import MASK_PATH
 from config import LakeSettings
+from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim
 
 

@@ -6,9 +6,8 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
-
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -18,7 +17,6 @@ from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
 from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
 from analytics.lake._delta import open_table
-from tests.analytics.lake.delta_files import data_files
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
 from analytics.views import (
@@ -33,6 +31,7 @@ from analytics.views import (
 )
 from config import LakeSettings
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, replay, state_rows
 
 REPO = Path(__file__).resolve().parents[2]

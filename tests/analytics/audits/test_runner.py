@@ -20,9 +20,9 @@ from analytics.audits import (
 from analytics.audits import render_report as render
 from analytics.lake import Lake, snapshot
 from schema.table import entitlement_key
-from tests.analytics.lake.delta_files import data_files
 from tests.analytics.audits.conftest import found
 from tests.analytics.audits.story import TOKEN_CANARY, Story
+from tests.analytics.lake.delta_files import data_files
 
 Audit = Callable[..., AuditReport]
 

@@ -13,7 +13,6 @@ import pytest
 
 from analytics.audits import AuditReport, render_report, run_audits
 from analytics.lake import LakeHandler, open_lake
-from tests.analytics.lake.delta_files import data_files
 from devstack.simulator import (
     CANARY_TOKEN_PREFIX,
     EntitlementTable,
@@ -25,6 +24,7 @@ from devstack.simulator import (
 from pipeline.decode import decode_stream_record
 from pipeline.tables import TableDescription, create_table
 from tests.analytics.audits.conftest import found, keys
+from tests.analytics.lake.delta_files import data_files
 from tests.support.dynamodb import FixedClock, unique_table_name
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)

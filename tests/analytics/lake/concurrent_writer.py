@@ -22,9 +22,11 @@ def history() -> TableSim:
 def main(argv: list[str]) -> int:
     root, index = argv[0], int(argv[1])
     endpoint = argv[2] if len(argv) > 2 else None
-    lake = open_lake(
-        root, endpoint_url=endpoint, region="eu-west-1", access_key="testing", secret_key="testing"
-    ) if endpoint else open_lake(root)
+    lake = (
+        open_lake(root, endpoint_url=endpoint, region="eu-west-1", access_key="testing", secret_key="testing")
+        if endpoint
+        else open_lake(root)
+    )
     sim = history()
     handler = LakeHandler(lake, LakeSettings(flush_rows=7))
     for event in sim.events:

@@ -41,7 +41,9 @@ def write_old_lake(
             keys = part.table["sequence_key"].to_pylist()
             shard = part.table["shard_id"][0].as_py()
             name = f"{hashlib.sha256(shard.encode()).hexdigest()[:8]}_{shard}_{keys[0]}_{keys[-1]}.parquet"
-            _write(root, f"changes/event_date={part.day.isoformat()}/{name}", part.table)  # same range: same name
+            _write(
+                root, f"changes/event_date={part.day.isoformat()}/{name}", part.table
+            )  # same range: same name
     outcome_buffer = OutcomeBuffer()
     for outcome in outcomes:
         outcome_buffer.append(outcome)
@@ -56,7 +58,9 @@ def write_old_lake(
     os.makedirs(os.path.join(root, "snapshots/manifests"), exist_ok=True)
     with open(os.path.join(root, "snapshots/manifests/0000000001.json"), "w", encoding="utf-8") as handle:
         json.dump({"format": 1, "version": 1, "state_files": [], "folded": {}}, handle)
-    open(os.path.join(root, ".rewrite.lock"), "w").close()  # noqa: SIM115
+    open(os.path.join(root, ".rewrite.lock"), "w").close()
     for folder, _, names in os.walk(os.path.join(root, "changes")):
-        rows += sum(pq.read_metadata(os.path.join(folder, n)).num_rows for n in names if not n.startswith("_"))
+        rows += sum(
+            pq.read_metadata(os.path.join(folder, n)).num_rows for n in names if not n.startswith("_")
+        )
     return rows

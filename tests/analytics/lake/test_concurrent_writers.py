@@ -65,10 +65,15 @@ def moto_s3() -> Iterator[str]:
 def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     client = boto3.client(
-        "s3", endpoint_url=moto_s3, region_name="eu-west-1", aws_access_key_id="testing",
+        "s3",
+        endpoint_url=moto_s3,
+        region_name="eu-west-1",
+        aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
     client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     root = f"s3://{bucket}/entitlements"
     assert _run_writers(root, moto_s3) == [0] * WRITERS
-    _check(open_lake(root, endpoint_url=moto_s3, region="eu-west-1", access_key="testing", secret_key="testing"))
+    _check(
+        open_lake(root, endpoint_url=moto_s3, region="eu-west-1", access_key="testing", secret_key="testing")
+    )

@@ -134,7 +134,9 @@ def _version(lake: Lake, table: str) -> int:
     return -1 if delta is None else int(delta.version())
 
 
-def test_a_retried_batch_lands_again_and_the_views_hold_each_event_once(lake: Lake, history: TableSim) -> None:
+def test_a_retried_batch_lands_again_and_the_views_hold_each_event_once(
+    lake: Lake, history: TableSim
+) -> None:
     for _ in range(2):
         handler = LakeHandler(lake)
         for event in history.events[:40]:

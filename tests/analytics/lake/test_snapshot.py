@@ -19,8 +19,8 @@ from analytics.lake import (
     state_at_version,
 )
 from analytics.lake._delta import open_table
-from tests.analytics.lake.delta_files import data_files
 from config import LakeSettings
+from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, replay, state_rows
 
 # The package exports a function named `snapshot`, which hides the module of the same name.

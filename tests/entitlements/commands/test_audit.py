@@ -11,13 +11,13 @@ from typer.testing import CliRunner, Result
 
 from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import open_lake
-from tests.analytics.lake.delta_files import data_files
 from config import load_settings
 from entitlements.cli import app as cli
 from entitlements.commands.audit import app
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.table import entitlement_key
 from tests.analytics.audits.story import Story, clean_story
+from tests.analytics.lake.delta_files import data_files
 
 
 def land(tmp_path: Path, story: Story) -> dict[str, str]:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from analytics import Lake, LakeHandler, connect
-from tests.analytics.lake.delta_files import data_files
 from analytics.erasure import AnalyticsLakeEraser
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lake.delta_files import data_files
 
 ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
 SHARD = "shardId-00000001700000000000-copies"
