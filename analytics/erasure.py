@@ -6,9 +6,9 @@ import analytics; `entitlements.compose` hands the worker this adapter).
   rewritten: `analytics.connect` and every audit and report read the mask themselves, so no reader can
   forget it. `unmask` forgets them after the second pass: the mask is the one place that holds their
   ids, so it must not keep them; the landing filter keeps their events out from then on.
-- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures, rewriting each file
-  that holds a row of any of them once, whole and atomically, and no other file. Calls are serialised
-  in the process and across a local lake's processes (the lake's rewrite lock).
+- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures: one DELETE commit
+  per table, then the vacuum and log clean-up that leave no byte naming them. Calls are serialised in
+  the process; across processes and hosts, Delta's conflict checks order a purge and any rewrite.
 - `holds` scans the `user_id` (and `pk`) columns of every current data file of the purged tables
   (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them) with pyarrow.dataset, and
   answers None when a file cannot be read.

@@ -30,7 +30,7 @@ from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="The Parquet lake.")
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
 
 
 class OutputFormat(StrEnum):
