@@ -15,7 +15,7 @@ from analytics.lake._schema import (
     load_allow_list,
     state_schema,
 )
-from analytics.lake.compaction import CompactionResult, compact
+from analytics.lake.compaction import CompactionResult, compact, compact_continuously
 from analytics.lake.landing import LakeHandler, LandingStats
 from analytics.lake.purge import PurgeCounts, purge_users
 from analytics.lake.snapshot import (
@@ -46,6 +46,7 @@ __all__ = [
     "SnapshotResult",
     "changes_schema",
     "compact",
+    "compact_continuously",
     "default_allow_list",
     "lake_from_settings",
     "load_allow_list",

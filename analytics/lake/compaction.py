@@ -20,11 +20,12 @@ table: a purge that commits first makes a compaction that read the purged files 
 
 from __future__ import annotations
 
-__all__ = ["CompactionResult", "compact"]
+__all__ = ["CompactionResult", "compact", "compact_continuously"]
 
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -184,3 +185,26 @@ def compact(
         result.files_vacuumed[dataset] += len(table.vacuum(dry_run=False))
     logger.info("compaction done", extra={"files_merged": sum(result.files_merged.values())})
     return result
+
+
+def compact_continuously(
+    lake: Lake,
+    *,
+    interval_seconds: float = 300.0,
+    small_file_bytes: int = 32 * 1024 * 1024,
+    rounds: int | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    on_round: Callable[[CompactionResult], None] | None = None,
+) -> None:
+    """Compact every `interval_seconds` (for `rounds` rounds, or until interrupted): the one compactor of
+    the lake's tables. A partition's files stay few however long landing goes on: each run merges what
+    landed since into files of about `small_file_bytes`, and a file that reached that size is never
+    rewritten again."""
+    done = 0
+    while rounds is None or done < rounds:
+        result = compact(lake, small_file_bytes=small_file_bytes)
+        if on_round is not None:
+            on_round(result)
+        done += 1
+        if rounds is None or done < rounds:
+            sleep(interval_seconds)

@@ -25,7 +25,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from analytics.lake import compact, lake_from_settings, snapshot, snapshot_as_of, snapshot_info, state_as_of
+from analytics.lake import (
+    CompactionResult,
+    compact,
+    compact_continuously,
+    lake_from_settings,
+    snapshot,
+    snapshot_as_of,
+    snapshot_info,
+    state_as_of,
+)
 from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
@@ -173,16 +182,32 @@ def sql_command(
 @app.command("compact")
 def compact_command(
     small_file_mb: Annotated[int, typer.Option(help="Files smaller than this are merged.")] = 32,
+    follow: Annotated[bool, typer.Option(help="Keep compacting, every --interval-seconds.")] = False,
+    interval_seconds: Annotated[float, typer.Option(help="Pause between runs with --follow.")] = 300.0,
+    rounds: Annotated[int, typer.Option(help="With --follow: stop after this many runs (0: never).")] = 0,
 ) -> None:
-    """Merge each partition's small files (Delta OPTIMIZE, then vacuum past retention:
-    analytics/lake/compaction.py)."""
+    """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
+    vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
     configure_logging("WARNING")
     lake = lake_from_settings(load_settings())
-    result = compact(lake, small_file_bytes=small_file_mb * 1024 * 1024)
-    for dataset in ("changes", "outcomes"):
-        typer.echo(
-            f"{dataset}: {result.files_merged.get(dataset, 0)} files merged into "
-            f"{result.files_written.get(dataset, 0)}, "
-            f"{result.bytes_rewritten.get(dataset, 0)} bytes rewritten, "
-            f"{result.conflicts.get(dataset, 0)} commits lost to a concurrent purge"
+
+    def report(result: CompactionResult) -> None:
+        for dataset in ("changes", "outcomes"):
+            typer.echo(
+                f"{dataset}: {result.files_merged.get(dataset, 0)} files merged into "
+                f"{result.files_written.get(dataset, 0)}, "
+                f"{result.bytes_rewritten.get(dataset, 0)} bytes rewritten, "
+                f"{result.duplicates_dropped.get(dataset, 0)} duplicate rows dropped, "
+                f"{result.conflicts.get(dataset, 0)} commits lost to a concurrent rewrite"
+            )
+
+    if follow:
+        compact_continuously(
+            lake,
+            interval_seconds=interval_seconds,
+            small_file_bytes=small_file_mb * 1024 * 1024,
+            rounds=rounds or None,
+            on_round=report,
         )
+        return
+    report(compact(lake, small_file_bytes=small_file_mb * 1024 * 1024))

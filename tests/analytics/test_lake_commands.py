@@ -83,6 +83,12 @@ def test_compact_reports_what_it_merged(landed: tuple[Lake, dict[str, str]]) -> 
     assert "outcomes: " in out
 
 
+def test_compact_follow_runs_again_after_each_interval(landed: tuple[Lake, dict[str, str]]) -> None:
+    _, env = landed
+    out = _run(env, "compact", "--follow", "--interval-seconds", "0", "--rounds", "2")
+    assert out.count("changes: ") == 2
+
+
 def test_sql_writes_parquet_to_a_redirected_stdout(
     landed: tuple[Lake, dict[str, str]], history: TableSim
 ) -> None:

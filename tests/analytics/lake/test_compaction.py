@@ -6,7 +6,17 @@ from __future__ import annotations
 import pytest
 from deltalake.exceptions import DeltaError
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, compact, purge_users, read_snapshot, snapshot
+from analytics.lake import (
+    CHANGES,
+    OUTCOMES,
+    Lake,
+    LakeHandler,
+    compact,
+    compact_continuously,
+    purge_users,
+    read_snapshot,
+    snapshot,
+)
 from analytics.lake._delta import open_table
 from analytics.views import connect
 from config import LakeSettings
@@ -90,3 +100,23 @@ def test_a_compaction_planned_before_a_purge_cannot_write_the_purged_rows_back(
     assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id = 'u001'").fetchall() == [(0,)]
     kept = [e for e in history.events if e.user_id != "u001"]
     assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
+
+
+def test_continuous_compaction_keeps_a_partition_to_a_few_files_as_landing_goes_on(lake: Lake) -> None:
+    sim = TableSim(seed=5)
+    for n in range(30):
+        sim.signup(f"u{n:03d}", f"a{n:03d}")  # one day, one shard
+    handler = LakeHandler(lake, LakeSettings(flush_rows=1))
+    pauses: list[float] = []
+
+    def land_more(seconds: float) -> None:
+        pauses.append(seconds)
+        for event in sim.events[len(pauses) * 10 : (len(pauses) + 1) * 10]:
+            handler.add(event)
+
+    for event in sim.events[:10]:
+        handler.add(event)
+    compact_continuously(lake, interval_seconds=60, small_file_bytes=10**9, rounds=3, sleep=land_more)
+    assert pauses == [60, 60]
+    assert len(data_files(lake, CHANGES)) <= 2  # the last round's merge plus nothing, or one landed file
+    assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(len(sim.events),)]
