@@ -143,9 +143,17 @@ class LakeHandler:
             try:
                 if self._tables is None:
                     self._tables = ensure_layout(self._lake, self._allow)
-                self._write(dataset, pending)
+                try:
+                    self._write(dataset, pending)
+                except DeltaError:
+                    # The open version's log may be gone (an erasure cleans it): once more, afresh.
+                    self._tables = ensure_layout(self._lake, self._allow)
+                    self._write(dataset, pending)
             except (OSError, pa.ArrowException, DeltaError) as error:
-                # This table's buffer is kept (a table committed before it is not written again).
+                # This table's buffer is kept (a table committed before it is not written again), and
+                # the tables are opened afresh by the retry (an erasure may have cleaned the log this
+                # handler's open version was read from).
+                self._tables = None
                 raise RetryableError(
                     f"lake commit failed ({type(error).__name__})", context=self._context(pending)
                 ) from error

@@ -10,7 +10,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, changes_schema, default_allow_list
+from analytics.lake import (
+    CHANGES,
+    OUTCOMES,
+    Lake,
+    LakeHandler,
+    changes_schema,
+    default_allow_list,
+    purge_users,
+)
 from analytics.lake._delta import open_table
 from analytics.views import connect
 from config import LakeSettings
@@ -310,3 +318,21 @@ def test_of_two_final_outcomes_of_one_expiry_in_one_buffer_the_preferred_one_is_
     handler.flush()
     [(_, kind)] = _raw_outcomes(lake)
     assert kind == "cleanup.deleted"
+
+
+def test_a_handler_lands_on_after_an_erasure_cleaned_the_log_it_had_read(
+    lake: Lake, history: TableSim
+) -> None:
+    kept = [e for e in history.events if e.user_id != "u001"]
+    first, other = LakeHandler(lake), LakeHandler(lake)
+    for event in kept[:100]:
+        first.add(event)
+    first.flush()
+    for event in kept[100:150]:
+        other.add(event)
+    other.flush()
+    purge_users(lake, ["u001"])  # its clean-up deletes the log entries `first` read
+    for event in kept[150:]:
+        first.add(event)
+    first.flush()
+    assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
