@@ -22,6 +22,7 @@ from __future__ import annotations
 
 __all__ = ["CompactionResult", "compact", "compact_continuously"]
 
+import json
 import logging
 import time
 from collections import defaultdict
@@ -178,6 +179,8 @@ def compact(
         result.files_merged[dataset] += int(metrics.get("numFilesRemoved") or 0)
         result.files_written[dataset] += int(metrics.get("numFilesAdded") or 0)
         removed = metrics.get("filesRemoved") or {}
+        if isinstance(removed, str):  # delta-rs reports the files' statistics as JSON text
+            removed = json.loads(removed)
         result.bytes_rewritten[dataset] += (
             int(removed.get("totalSize") or 0) if isinstance(removed, dict) else 0
         )
