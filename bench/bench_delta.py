@@ -6,7 +6,7 @@ measured in the same run.
 - Reader: the duplicate-Active check through the views (DuckDB 2.0 reading the files the Delta log
   names) beside the same views over a plain copy of the same Parquet files; and the exactly-once
   `changes` count through the file list beside the same through a pyarrow dataset (the Arrow route).
-- Compaction over a simulated hour of landing (a flush every 10 s per shard, compaction every 10 min):
+- Compaction over a simulated hour of landing (a flush every 10 s per shard, tiered compaction every 5 min):
   bytes rewritten per byte landed (target <= 4), files per partition-day and shard after it (target
   <= 100), and compaction throughput beside landing throughput.
 - Erasure of one user on a 1 M-row table (DELETE, vacuum, checkpoint, log clean-up) beside a rewrite of
@@ -28,6 +28,7 @@ from analytics.lake import Lake, compact, default_allow_list, open_lake, purge_u
 from analytics.lake._delta import active_files, append, commits_since, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._fold import read_table
+from analytics.lake.compaction import tier_target
 from analytics.views import SQL_DIR, connect, create_views
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import generate_lake
@@ -35,7 +36,9 @@ from bench._synthetic_lake import generate_lake
 ROWS = int(os.environ.get("BENCH_DELTA_ROWS", "1000000"))
 CHUNK = 5_000
 HOUR_FLUSHES = 360  # per shard: one every 10 s
-HOUR_COMPACT_EVERY = 60  # flushes: every 10 minutes
+HOUR_COMPACT_EVERY = 30  # flushes: every 5 minutes (compact_continuously's tiers)
+FANOUT = 4
+TIERS = 3
 
 
 def _table_rows(lake: Lake) -> pa.Table:
@@ -155,7 +158,7 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
     table = ensure_layout(lake, default_allow_list())["changes"]
     shards = sorted(set(rows["shard_id"].to_pylist()))
     per_flush = max(1, min(rows.num_rows // (HOUR_FLUSHES * len(shards)), 200))
-    rewritten = landed = 0
+    rewritten = landed = rounds = first_tier = 0
     landing_seconds = compaction_seconds = 0.0
     day = datetime(2026, 1, 1, tzinfo=UTC).date()
     offset = 0
@@ -172,8 +175,11 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
             commit = commits_since(lake, "changes", version - 1, version) or [[]]
             landed += sum(int(a["add"]["size"]) for a in commit[0] if "add" in a)
         if flush % HOUR_COMPACT_EVERY == 0:
+            rounds += 1
+            first_tier = first_tier or landed  # about what lands between two runs
             started = time.perf_counter()
-            result = compact(lake, datasets=("changes",), small_file_bytes=128 * 1024 * 1024)
+            target = tier_target(rounds, first_tier, FANOUT, TIERS)
+            result = compact(lake, datasets=("changes",), small_file_bytes=target)
             compaction_seconds += time.perf_counter() - started
             rewritten += result.bytes_rewritten.get("changes", 0)
     files = len(active_files(open_table(lake, "changes")))

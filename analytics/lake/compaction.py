@@ -20,7 +20,7 @@ table: a purge that commits first makes a compaction that read the purged files 
 
 from __future__ import annotations
 
-__all__ = ["CompactionResult", "compact", "compact_continuously"]
+__all__ = ["CompactionResult", "compact", "compact_continuously", "tier_target"]
 
 import json
 import logging
@@ -190,24 +190,40 @@ def compact(
     return result
 
 
+def tier_target(round_number: int, first_tier_bytes: int, fanout: int, tiers: int) -> int:
+    """The file size round `round_number` (from 1) of continuous compaction merges up to: the highest
+    tier k < `tiers` whose period `fanout**k` divides the round."""
+    tier = 0
+    while tier + 1 < tiers and round_number % fanout ** (tier + 1) == 0:
+        tier += 1
+    return int(first_tier_bytes * fanout**tier)
+
+
 def compact_continuously(
     lake: Lake,
     *,
     interval_seconds: float = 300.0,
-    small_file_bytes: int = 32 * 1024 * 1024,
+    first_tier_bytes: int = 8 * 1024 * 1024,
+    fanout: int = 8,
+    tiers: int = 3,
     rounds: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
     on_round: Callable[[CompactionResult], None] | None = None,
 ) -> None:
-    """Compact every `interval_seconds` (for `rounds` rounds, or until interrupted): the one compactor of
-    the lake's tables. A partition's files stay few however long landing goes on: each run merges what
-    landed since into files of about `small_file_bytes`, and a file that reached that size is never
-    rewritten again."""
+    """The one compactor of the lake's tables: a run every `interval_seconds` (for `rounds` runs, or until
+    interrupted), tiered so that a row is rewritten about once per tier, not once per run.
+
+    Tier k merges the files smaller than `first_tier_bytes * fanout**k` and runs every `fanout**k`-th
+    round: tier 0 each round merges what landed since; tier 1 every `fanout` rounds merges tier 0's
+    files; and so on. Set `first_tier_bytes` near what lands in a partition between two runs: then a
+    landed row is rewritten about `tiers` times in all, and a partition-day keeps a few files per tier
+    (schema/lake.md, "Compaction").
+    """
     done = 0
     while rounds is None or done < rounds:
-        result = compact(lake, small_file_bytes=small_file_bytes)
+        done += 1
+        result = compact(lake, small_file_bytes=tier_target(done, first_tier_bytes, fanout, tiers))
         if on_round is not None:
             on_round(result)
-        done += 1
         if rounds is None or done < rounds:
             sleep(interval_seconds)

@@ -185,6 +185,9 @@ def compact_command(
     follow: Annotated[bool, typer.Option(help="Keep compacting, every --interval-seconds.")] = False,
     interval_seconds: Annotated[float, typer.Option(help="Pause between runs with --follow.")] = 300.0,
     rounds: Annotated[int, typer.Option(help="With --follow: stop after this many runs (0: never).")] = 0,
+    first_tier_mb: Annotated[
+        int, typer.Option(help="With --follow: the first tier's file size (about what lands per interval).")
+    ] = 8,
 ) -> None:
     """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
     vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
@@ -205,7 +208,7 @@ def compact_command(
         compact_continuously(
             lake,
             interval_seconds=interval_seconds,
-            small_file_bytes=small_file_mb * 1024 * 1024,
+            first_tier_bytes=first_tier_mb * 1024 * 1024,
             rounds=rounds or None,
             on_round=report,
         )

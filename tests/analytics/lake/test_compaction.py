@@ -18,6 +18,7 @@ from analytics.lake import (
     snapshot,
 )
 from analytics.lake._delta import open_table
+from analytics.lake.compaction import tier_target
 from analytics.views import connect
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
@@ -116,7 +117,12 @@ def test_continuous_compaction_keeps_a_partition_to_a_few_files_as_landing_goes_
 
     for event in sim.events[:10]:
         handler.add(event)
-    compact_continuously(lake, interval_seconds=60, small_file_bytes=10**9, rounds=3, sleep=land_more)
+    compact_continuously(lake, interval_seconds=60, first_tier_bytes=10**9, rounds=3, sleep=land_more)
     assert pauses == [60, 60]
     assert len(data_files(lake, CHANGES)) <= 2  # the last round's merge plus nothing, or one landed file
     assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(len(sim.events),)]
+
+
+def test_each_tier_runs_every_fanout_power_rounds_so_a_row_is_rewritten_about_once_per_tier() -> None:
+    targets = [tier_target(n, 1, fanout=4, tiers=3) for n in range(1, 17)]
+    assert targets == [1, 1, 1, 4, 1, 1, 1, 4, 1, 1, 1, 4, 1, 1, 1, 16]
