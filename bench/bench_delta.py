@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analytics.lake import Lake, compact, default_allow_list, open_lake, purge_users
@@ -162,10 +163,10 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
     landing_seconds = compaction_seconds = 0.0
     day = datetime(2026, 1, 1, tzinfo=UTC).date()
     offset = 0
+    by_shard = [rows.filter(pc.equal(rows["shard_id"], shard)) for shard in shards]
     for flush in range(1, HOUR_FLUSHES + 1):
-        for _ in shards:
-            chunk = rows.slice(offset, per_flush)
-            offset += per_flush
+        for shard_rows in by_shard:  # each shard's worker lands its own rows, in sequence order
+            chunk = shard_rows.slice(offset, per_flush)
             chunk = chunk.append_column(
                 pa.field("event_date", pa.date32()), pa.array([day] * chunk.num_rows, pa.date32())
             )
@@ -174,9 +175,12 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
             landing_seconds += time.perf_counter() - started
             commit = commits_since(lake, "changes", version - 1, version) or [[]]
             landed += sum(int(a["add"]["size"]) for a in commit[0] if "add" in a)
+        offset += per_flush
         if flush % HOUR_COMPACT_EVERY == 0:
             rounds += 1
-            first_tier = first_tier or landed  # about what lands between two runs
+            # About what one interval's landing weighs once merged (merged files compress better than
+            # the small ones they replace): the first tier's output is then not merged again at once.
+            first_tier = first_tier or landed // 2
             started = time.perf_counter()
             target = tier_target(rounds, first_tier, FANOUT, TIERS)
             result = compact(lake, datasets=("changes",), small_file_bytes=target)

@@ -8,9 +8,10 @@ recognise a file rewritten from folded files by the commit's removes) are unchan
 Exactly-once: the `changes` view dedupes only rows of files whose (stream, shard, sequence key) ranges
 overlap another file's, so no file may hold two copies of an event. A landed file never does (the
 buffer dedupes); a merge of overlapping files would. So before OPTIMIZE, each partition holding
-overlapping files (a replay landed there) is rewritten deduplicated in one commit that replaces exactly
-that partition's files (`dedupe_partitions`), and OPTIMIZE then runs on the version this run read, so a
-replay landing meanwhile is never merged into a file of its own duplicates. Outcomes are deduplicated
+overlapping files that do hold an event twice (a replay landed there; the identity columns are read to
+know) is rewritten deduplicated in one commit that replaces exactly that partition's files, and
+OPTIMIZE then runs on the version this run read, so a replay landing meanwhile is never merged into a
+file of its own duplicates. Outcomes are deduplicated
 on their identity the same way (the `outcomes` view dedupes every row; this only saves space).
 
 Many writers keep appending while it runs (appends never conflict with it). Run one compactor per
@@ -33,7 +34,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from analytics.lake._delta import WRITER, append, open_table, restrict_commit
+from analytics.lake._delta import WRITER, active_files, append, open_table, restrict_commit
 from analytics.lake._duck import arrow_table, connect, literal, path_list
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
@@ -112,6 +113,20 @@ def _any_overlap(rows: list[dict[str, object]]) -> bool:
     return False
 
 
+def _surplus_rows(lake: Lake, dataset: str, files: list[str]) -> int:
+    """How many rows of `files` repeat an identity (reads the identity columns only)."""
+    identity = ", ".join(CHANGE_IDENTITY) if dataset == CHANGES else "outcome_id"
+    con = connect(lake)
+    try:
+        source = f"read_parquet({path_list(lake, [f'{dataset}/{p}' for p in files])}, union_by_name = true)"
+        counted = con.execute(
+            f"SELECT count(*) - count(DISTINCT ({identity})) FROM {source}"  # noqa: S608
+        ).fetchall()
+    finally:
+        con.close()
+    return int(counted[0][0])
+
+
 def _dedupe_partition(lake: Lake, table: DeltaTable, dataset: str, day: str, files: list[str]) -> int:
     """Rewrite one partition deduplicated, in one commit replacing its files; returns rows dropped."""
     identity = ", ".join(CHANGE_IDENTITY) if dataset == CHANGES else "outcome_id"
@@ -159,9 +174,13 @@ def compact(
         if table is None:
             continue
         skipped: set[str] = set()
+        sizes = dict(active_files(table))
         for day, files in sorted(_overlapping_partitions(table, dataset).items()):
+            if not _surplus_rows(lake, dataset, files):
+                continue  # ranges overlap (files spanning shards) but no event is there twice
             try:
                 result.duplicates_dropped[dataset] += _dedupe_partition(lake, table, dataset, day, files)
+                result.bytes_rewritten[dataset] += sum(sizes.get(f, 0) for f in files)
             except (CommitFailedError, DeltaError):
                 skipped.add(day)  # a concurrent commit touched it: left for the next run
                 result.conflicts[dataset] += 1
