@@ -4,7 +4,7 @@ the views, snapshots and exactly-once are unchanged, and a purge that overlaps i
 from __future__ import annotations
 
 import pytest
-from deltalake.exceptions import DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError
 
 from analytics.lake import (
     CHANGES,
@@ -17,7 +17,7 @@ from analytics.lake import (
     read_snapshot,
     snapshot,
 )
-from analytics.lake._delta import open_table
+from analytics.lake._delta import delete_rows, open_table
 from analytics.lake.compaction import tier_target
 from analytics.views import connect
 from config import LakeSettings
@@ -126,3 +126,16 @@ def test_continuous_compaction_keeps_a_partition_to_a_few_files_as_landing_goes_
 def test_each_tier_runs_every_fanout_power_rounds_so_a_row_is_rewritten_about_once_per_tier() -> None:
     targets = [tier_target(n, 1, fanout=4, tiers=3) for n in range(1, 17)]
     assert targets == [1, 1, 1, 4, 1, 1, 1, 4, 1, 1, 1, 4, 1, 1, 1, 16]
+
+
+def test_delta_refuses_the_commit_of_a_compaction_that_read_files_a_delete_removed(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    compactor = open_table(lake, CHANGES)
+    assert compactor is not None
+    delete_rows(lake, CHANGES, "user_id IN ('u001')")  # the files are still there: no vacuum yet
+    with pytest.raises(CommitFailedError):
+        compactor.optimize.compact(target_size=10**9)
+    con = connect(lake)
+    assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id = 'u001'").fetchall() == [(0,)]

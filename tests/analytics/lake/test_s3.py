@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
+from deltalake.exceptions import DeltaError
 
 from analytics.lake import (
     Lake,
@@ -19,6 +20,7 @@ from analytics.lake import (
     snapshot,
     state_as_of,
 )
+from analytics.lake._delta import open_table
 from analytics.views import connect
 from config import LakeSettings
 from tests.analytics.lakesim import TableSim, replay, state_rows
@@ -82,3 +84,21 @@ def test_an_s3_lake_lands_compacts_snapshots_and_answers_sql(s3_lake: Lake) -> N
     assert connect(s3_lake).execute("SELECT count(*) FROM changes WHERE user_id = 'u001'").fetchall() == [
         (0,)
     ]
+
+
+def test_a_compaction_planned_before_a_purge_on_s3_cannot_write_the_purged_rows_back(s3_lake: Lake) -> None:
+    sim = TableSim(shards=("shardId-00000001-aaaa",), seed=23)
+    sim.random_history(users=6, operations=60)
+    handler = LakeHandler(s3_lake, LakeSettings(flush_rows=9))
+    for event in sim.events:
+        handler.add(event)
+    handler.flush()
+    compactor = open_table(s3_lake, "changes")  # the compaction reads the table as it is now
+    assert compactor is not None
+    purge_users(s3_lake, ["u001"])  # the purge commits first
+    with pytest.raises(DeltaError):
+        compactor.optimize.compact(target_size=10**9)
+    con = connect(s3_lake)
+    assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id = 'u001'").fetchall() == [(0,)]
+    kept = [e for e in sim.events if e.user_id != "u001"]
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
