@@ -36,10 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
 from analytics import connect, lake_from_settings
+from bench._moto import moto_client
 from bench._report import Figure, print_figures
 from config import Settings, load_settings
 from devstack import _writes as writes
@@ -63,13 +63,10 @@ NULL_CHILD = "bench._null_child"
 
 def _client(endpoint: str, service: str) -> Any:
     # Bounded calls: a call stuck behind a paused JVM's half-sent request fails the run, never hangs it.
-    return boto3.client(
+    return moto_client(
+        endpoint,
         service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}),
+        Config(connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 2}),
     )
 
 
@@ -98,14 +95,20 @@ def _settings(endpoint: str, table: str, state_dir: Path, application: str, arra
     )
 
 
-def _daemon(settings: Settings, *, stream_arn: str, module: str) -> KclDaemon:
-    """A launcher JVM whose child is `python -m <module>`, with the settings in its environment."""
+def _daemon(
+    settings: Settings, *, stream_arn: str, module: str, arguments: tuple[str, ...] = ()
+) -> KclDaemon:
+    """A launcher JVM whose child is `python -m <module> <arguments>`, with the settings in its
+    environment. The launcher splits its child command on spaces, so no part may hold one."""
+    command = (sys.executable, "-m", module, *arguments)
+    if any(not part or any(c.isspace() for c in part) for part in command):
+        raise ValueError("a part of the child command is empty or holds whitespace")
     work_dir = settings.consumer.state_dir / "daemon"
     spec = DaemonSpec.from_settings(settings, stream_arn=stream_arn, worker_id="bench", work_dir=work_dir)
     properties = work_dir / f"launcher-{module}.properties"
     properties.write_text(
         launcher_properties(
-            settings, stream_arn=stream_arn, worker_id="bench", child_command=f"{sys.executable} -m {module}"
+            settings, stream_arn=stream_arn, worker_id="bench", child_command=" ".join(command)
         )
     )
     environment = {**spec.environment, "PYTHONPATH": str(REPO)}

@@ -18,6 +18,7 @@ __all__ = [
     "ErasureSettings",
     "LakeSettings",
     "PolicySettings",
+    "ServiceSettings",
     "Settings",
     "SettingsError",
     "load_settings",
@@ -90,10 +91,14 @@ class ConsumerSettings(BaseModel):
     application_name: str = "entitlements-consumer"
     worker_id: str | None = None
     state_dir: Path = Path("var")
-    idle_time_between_reads_ms: int = Field(default=1000, ge=100)
+    # KCL timings; each one's measured effect and AWS cost: pipeline/launcher/README.md.
+    idle_time_between_reads_ms: int = Field(default=100, ge=100)
     failover_time_ms: int = Field(default=10000, ge=1000)
     shard_sync_interval_ms: int = Field(default=60000, ge=1000)
-    lease_assignment_interval_ms: int = Field(default=60000, ge=1000)
+    lease_assignment_interval_ms: int = Field(default=1000, ge=500)
+    # The worker-metrics reporter: first report after twice the capture period, then every period.
+    worker_metrics_capture_ms: int = Field(default=250, ge=100)
+    worker_metrics_report_ms: int = Field(default=5000, ge=1000)
     metrics_enabled: bool = False
     handler_retry_attempts: int = Field(default=5, ge=1)
     handler_retry_max_seconds: float = Field(default=10.0, gt=0)
@@ -105,6 +110,9 @@ class ConsumerSettings(BaseModel):
     event_journal: Path | None = None
     launcher_jar: Path = Path("pipeline/launcher/target/entitlements-kcl-launcher.jar")
     java: str = "java"
+    # The launcher JVM's options: C1 only and the serial collector start it seconds sooner on a busy
+    # host (the JVM's work is I/O and JSON; measured in pipeline/launcher/README.md).
+    java_options: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
     @property
     def quarantine_dir(self) -> Path:
@@ -151,6 +159,29 @@ class ErasureSettings(BaseModel):
     ledger_key: SecretStr = SecretStr("local-erasure-ledger-key")
 
 
+class ServiceSettings(BaseModel):
+    """The entitlements service (`entitlements serve`) and its relinker worker (`entitlements relinker`).
+
+    Array's address and credentials are `ArraySettings`; transactions-service's address is here."""
+
+    model_config = _FROZEN
+    host: str = "127.0.0.1"
+    port: int = Field(default=8780, ge=0, le=65535)
+    transactions_base_url: str = "http://127.0.0.1:8766"
+    # Each downstream call (Array, transactions-service, DynamoDB) of a request: its timeout, and bounded
+    # retries with exponential backoff on transient failures, then 503 (a route) or redelivery (a job).
+    http_timeout_seconds: float = Field(default=5.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    backoff_base_seconds: float = Field(default=0.05, gt=0)
+    backoff_max_seconds: float = Field(default=1.0, gt=0)
+    # The outcomes the service records (links, refused retires) reach the lake at least this often.
+    outcome_flush_seconds: float = Field(default=2.0, gt=0)
+    relinker_queue_name: str = "entitlements-relink"
+    relinker_concurrency: int = Field(default=16, ge=1)
+    relinker_max_receive_count: int = Field(default=5, ge=1)
+    relinker_visibility_timeout_seconds: int = Field(default=120, ge=1, le=43_200)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="ENTITLEMENTS_", env_nested_delimiter="__", frozen=True, extra="ignore"
@@ -162,6 +193,7 @@ class Settings(BaseSettings):
     array: ArraySettings = ArraySettings()
     lake: LakeSettings = LakeSettings()
     erasure: ErasureSettings = ErasureSettings()
+    service: ServiceSettings = ServiceSettings()
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:

@@ -119,10 +119,11 @@ class Knobs:
         with self._lock:
             self._plans = {call: FaultPlan() for call in self._plans}
 
-    def draw(self, call: str) -> str | None:
-        """Sleep the call's latency, then draw its fault: "5xx", "timeout" or None."""
+    def draw(self, call: str, *, sleep_latency: bool = True) -> str | None:
+        """Sleep the call's latency (unless the caller already has), then draw its fault: "5xx",
+        "timeout" or None."""
         plan = self.plan(call)
-        if plan.latency_seconds:
+        if sleep_latency and plan.latency_seconds:
             time.sleep(plan.latency_seconds)
         if not plan.error_rate and not plan.timeout_rate:
             return None

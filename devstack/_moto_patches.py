@@ -30,25 +30,63 @@ operation", Amazon DynamoDB Developer Guide, "Change data capture for DynamoDB S
 `StreamShard.add(self, old, new)` (moto calls it from `Table.put_item` and `DynamoDBBackend.update_item`,
 also inside transactions) and drops the record when both images are present and equal, attribute by
 attribute with DynamoDB's value semantics (numbers by value, sets unordered). See docs/local-stack.md.
+
+`install_ttl_index()`: the TTL emulator (`devstack.ttl_emulator`) must not scan a whole table under the
+DynamoDB lock on every pass. Each table gets an index of candidates, integral epoch seconds -> keys,
+built by one scan the first time a pass needs it (`ttl_index(table, attribute_name)`) and kept up to
+date by wrapping `Table.put_item` (puts, batch writes, transaction puts, updates that create an item)
+and `DynamoDBBackend.update_item` (updates, transaction updates): after each, the stored item's TTL
+attribute, when it is a Number holding integral seconds, is added. Nothing is removed on a delete or a
+change: the index is a superset, and the pass checks each due key against the live item (a key gone or
+moved to a later TTL is dropped, the later value having been added by its own write). A transaction
+rolled back in place restores items whose earlier TTL was indexed when they were written. A pass then
+costs what is due, not the size of the table. Relies on `Table.put_item(self, item_attrs, ...)`,
+`DynamoDBBackend.update_item(...) -> Item`, `Item.hash_key`, `Item.range_key`, `Item.attrs`.
+
+`install_stream_identity_hook()` wraps `StreamShard.add(self, old, new)`: while `as_ttl_service()` is
+active (the emulator's deletions), the REMOVE records appended get `record["userIdentity"]` set to the
+TTL service identity, which moto's GetRecords returns.
+
+`install_sqs_send_cost()`: moto's `SQSBackend.send_message` reads `queue.attributes` for every message it
+sends, and that property counts the queue's messages (visible, delayed, in flight: three passes over
+every message held), so a SendMessageBatch of ten into a queue holding n messages costs 30 n, where SQS
+costs the same whatever the depth. On a retry queue that fills faster than its worker drains (the
+cleanup fault test), parking slowed from 0.03 s to 0.6 s a batch of ten as the queue grew to 500. The
+patch serves the send path (`send_message`, `send_message_batch`, inside them only) the one attribute
+it reads, `ContentBasedDeduplication` (a FIFO queue's), without the counts; GetQueueAttributes and every
+other reader still get them all. Relies on `moto.sqs.models.Queue.attributes` being a property and on
+`Queue.fifo_queue`, `Queue.content_based_deduplication`, `SQSBackend.send_message` and
+`SQSBackend.send_message_batch`.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "SUPPORTED_MOTO_VERSION",
+    "TTL_IDENTITY",
+    "TtlIndex",
     "UnsupportedMotoVersion",
+    "as_ttl_service",
     "check_moto_supported",
+    "install_sqs_send_cost",
     "install_stream_fidelity",
+    "install_stream_identity_hook",
     "install_transaction_rollback",
+    "install_ttl_index",
+    "integral_seconds",
     "item_unchanged",
+    "ttl_index",
 ]
 
+import contextlib
 import copy
 import functools
+import heapq
 import importlib.metadata
 import inspect
 import threading
-from decimal import Decimal
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
 from types import ModuleType
 from typing import Any
 
@@ -56,6 +94,7 @@ import moto.dynamodb.models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
+from moto.sqs.models import Queue, SQSBackend
 
 from schema.errors import TerminalError
 
@@ -79,6 +118,8 @@ def check_moto_supported() -> None:
         )
     checks = (
         list(inspect.signature(StreamShard.add).parameters) == ["self", "old", "new"],
+        list(inspect.signature(Table.put_item).parameters)[:2] == ["self", "item_attrs"],
+        list(inspect.signature(DynamoDBBackend.update_item).parameters)[:2] == ["self", "table_name"],
         list(inspect.signature(DynamoDBBackend.transact_write_items).parameters)
         == ["self", "transact_items"],
         isinstance(getattr(dynamodb_models, "copy", None), ModuleType | _CopyShim),
@@ -230,3 +271,191 @@ def install_transaction_rollback() -> None:
         setattr(transact_write_items, _MARKER, True)
         setattr(dynamodb_models, "copy", _CopyShim())  # noqa: B010  (a module attribute, typed as a module)
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# ---- TTL: the deletions' service identity, and the index of candidates -------------------------------
+
+TTL_IDENTITY: dict[str, str] = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
+_IDENTITY_MARKER = "_entitlements_ttl_identity_hook"
+_INDEX_MARKER = "_entitlements_ttl_index"
+_INDEX_ATTRIBUTE = "_entitlements_ttl_index"
+_deleting = threading.local()
+
+_Key = tuple[DynamoType, DynamoType | None]
+
+
+def install_stream_identity_hook() -> None:
+    """Wrap `StreamShard.add` so the records appended under `as_ttl_service()` carry the TTL identity.
+    Idempotent; inert for every other write."""
+    check_moto_supported()
+    with _install_lock:
+        original = StreamShard.add
+        if getattr(original, _IDENTITY_MARKER, False):
+            return
+
+        @functools.wraps(original)
+        def add(self: StreamShard, old: Item | None, new: Item | None) -> None:
+            before = len(self.items)
+            original(self, old, new)
+            if new is None and getattr(_deleting, "active", False):
+                for record in self.items[before:]:
+                    record.record["userIdentity"] = dict(TTL_IDENTITY)
+
+        setattr(add, _IDENTITY_MARKER, True)
+        StreamShard.add = add  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def as_ttl_service() -> Iterator[None]:
+    """Deletions made inside are TTL's: their stream records carry the service identity."""
+    _deleting.active = True
+    try:
+        yield
+    finally:
+        _deleting.active = False
+
+
+def integral_seconds(value: DynamoType | None) -> int | None:
+    """The integral epoch seconds a TTL attribute holds, or None when DynamoDB's TTL would never act on
+    it (not a Number, not integral, not a number at all)."""
+    if value is None or value.type != "N" or not isinstance(value.value, str):
+        return None
+    try:
+        number = Decimal(value.value)
+    except InvalidOperation:
+        return None
+    if not number.is_finite() or number != number.to_integral_value():
+        return None
+    return int(number)
+
+
+class TtlIndex:
+    """A table's TTL candidates: epoch seconds -> keys, a superset of the items that may expire."""
+
+    def __init__(self, attribute_name: str) -> None:
+        self.attribute_name = attribute_name
+        self._buckets: dict[int, set[_Key]] = {}
+        self._due: list[int] = []  # a heap of the buckets' seconds
+
+    def __len__(self) -> int:
+        return sum(len(keys) for keys in self._buckets.values())
+
+    def add(self, item: Item) -> None:
+        seconds = integral_seconds(item.attrs.get(self.attribute_name))
+        if seconds is None:
+            return
+        bucket = self._buckets.get(seconds)
+        if bucket is None:
+            bucket = self._buckets[seconds] = set()
+            heapq.heappush(self._due, seconds)
+        bucket.add((item.hash_key, item.range_key))
+
+    def pop_due(self, now_epoch_seconds: int) -> list[_Key]:
+        """Every key indexed under a time strictly before now, removed from the index."""
+        keys: list[_Key] = []
+        while self._due and self._due[0] < now_epoch_seconds:
+            keys.extend(self._buckets.pop(heapq.heappop(self._due)))
+        return keys
+
+
+def _table_items(table: Table) -> list[Item]:
+    # moto types `items` loosely: hash key -> range key -> Item, or hash key -> Item without a range key.
+    values: list[Any] = list(table.items.values())
+    if table.has_range_key:
+        return [item for by_range in values for item in by_range.values()]
+    return values
+
+
+def ttl_index(table: Table, attribute_name: str) -> TtlIndex:
+    """The table's index for `attribute_name`, built by one scan when it has none (or one for another
+    attribute name); kept up to date by the write hooks from then on (`install_ttl_index`)."""
+    index: TtlIndex | None = getattr(table, _INDEX_ATTRIBUTE, None)
+    if index is None or index.attribute_name != attribute_name:
+        index = TtlIndex(attribute_name)
+        for item in _table_items(table):
+            index.add(item)
+        setattr(table, _INDEX_ATTRIBUTE, index)
+    return index
+
+
+def _index_stored(table: Table, item: Item) -> None:
+    index: TtlIndex | None = getattr(table, _INDEX_ATTRIBUTE, None)
+    if index is not None:  # else no pass has needed it yet: its first build will read the item
+        index.add(item)
+
+
+def install_ttl_index() -> None:
+    """Keep each table's TTL index (once built) up to date on every put and update. Idempotent."""
+    check_moto_supported()
+    with _install_lock:
+        original_put = Table.put_item
+        if getattr(original_put, _INDEX_MARKER, False):
+            return
+        original_update = DynamoDBBackend.update_item
+
+        @functools.wraps(original_put)
+        def put_item(self: Table, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Item:
+            item = original_put(self, item_attrs, *args, **kwargs)
+            _index_stored(self, item)
+            return item
+
+        @functools.wraps(original_update)
+        def update_item(self: DynamoDBBackend, table_name: str, *args: Any, **kwargs: Any) -> Item:
+            item = original_update(self, table_name, *args, **kwargs)
+            _index_stored(self.get_table(table_name), item)
+            return item
+
+        setattr(put_item, _INDEX_MARKER, True)
+        Table.put_item = put_item  # type: ignore[method-assign]
+        DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+
+
+# ---- SQS: a send costs what it sends, not the depth of the queue -------------------------------------
+
+_SQS_SEND_MARKER = "_entitlements_sqs_send_cost"
+_sending = threading.local()
+
+
+def _send_path_attributes(queue: Queue) -> dict[str, Any]:
+    """What moto's send path reads of `Queue.attributes` (only `ContentBasedDeduplication`, and only on
+    a FIFO queue), built without the message counts."""
+    if not queue.fifo_queue:
+        return {}
+    value = getattr(queue, "content_based_deduplication", "false")  # set from the attributes, untyped
+    return {"ContentBasedDeduplication": str(value).lower() if isinstance(value, bool) else value}
+
+
+def install_sqs_send_cost() -> None:
+    """Make moto's SendMessage/SendMessageBatch cost what they send, as in SQS (see the module
+    docstring). Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        attributes = Queue.__dict__.get("attributes")
+        if not isinstance(attributes, property) or attributes.fget is None:
+            raise UnsupportedMotoVersion("moto's SQS Queue.attributes is not the property relied on")
+        if getattr(attributes.fget, _SQS_SEND_MARKER, False):
+            return
+        full = attributes.fget
+
+        def queue_attributes(self: Queue) -> dict[str, Any]:
+            if getattr(_sending, "active", False):
+                return _send_path_attributes(self)
+            answer: dict[str, Any] = full(self)
+            return answer
+
+        def sending(original: Any) -> Any:
+            @functools.wraps(original)
+            def send(self: Any, *args: Any, **kwargs: Any) -> Any:
+                outer = getattr(_sending, "active", False)
+                _sending.active = True
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    _sending.active = outer
+
+            return send
+
+        setattr(queue_attributes, _SQS_SEND_MARKER, True)
+        Queue.attributes = property(queue_attributes)  # type: ignore[method-assign,assignment]
+        SQSBackend.send_message = sending(SQSBackend.send_message)  # type: ignore[method-assign]
+        SQSBackend.send_message_batch = sending(SQSBackend.send_message_batch)  # type: ignore[method-assign]

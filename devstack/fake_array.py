@@ -430,7 +430,7 @@ class FakeArrayServer:
             response = answer(429, "throttle")
             response.headers[array_wire.RETRY_AFTER_HEADER] = retry_after
             return response
-        fault = self._draw_fault(plan)
+        fault = self._draw_fault()
         if fault == "5xx":
             return answer(self._knobs.server_error(), "5xx")
         if fault == "timeout":
@@ -463,9 +463,9 @@ class FakeArrayServer:
             self._throttle_remaining -= 1
             return True, self._throttle_retry_after
 
-    def _draw_fault(self, plan: FaultPlan) -> str | None:
+    def _draw_fault(self) -> str | None:
         # The delete's latency is slept above (before the credential checks, as always): draw only.
-        return self._knobs.draw(DELETE_USER) if plan.error_rate or plan.timeout_rate else None
+        return self._knobs.draw(DELETE_USER, sleep_latency=False)
 
     def _admin(self, request: Request) -> Response:
         path = request.path.removeprefix(ADMIN_PREFIX)

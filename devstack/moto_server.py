@@ -12,7 +12,8 @@ serialised.
 It also installs `devstack._moto_patches.install_transaction_rollback()`: without it a refused
 TransactWriteItems orphans the stream shard every open iterator reads (phantom records, then nothing)
 and every transaction copies the whole table. And `install_stream_fidelity()`: a put or update that
-changes nothing writes no stream record, as in AWS (docs/local-stack.md).
+changes nothing writes no stream record, as in AWS (docs/local-stack.md). And `install_sqs_send_cost()`:
+an SQS send costs what it sends, not the depth of the queue.
 
 Relies on moto internals (pinned in pyproject.toml, moto[server]==5.2.5): `ThreadedMotoServer._server_entry`
 is overridden to wrap moto's WSGI application, built from `DomainDispatcherApplication(create_backend_app)`
@@ -37,7 +38,11 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import make_server
 
-from devstack._moto_patches import install_stream_fidelity, install_transaction_rollback
+from devstack._moto_patches import (
+    install_sqs_send_cost,
+    install_stream_fidelity,
+    install_transaction_rollback,
+)
 
 LOOPBACK = "127.0.0.1"
 
@@ -102,6 +107,7 @@ class MotoServer:
             raise ValueError("port must be between 0 and 65535")
         install_transaction_rollback()  # process-wide: moto's state is shared by every server here
         install_stream_fidelity()  # no stream record for a write that changes nothing, as in AWS
+        install_sqs_send_cost()  # an SQS send costs what it sends, whatever the queue's depth, as in AWS
         self.dynamodb_lock = threading.RLock()
         self._server = _LockingThreadedMotoServer(port, self.dynamodb_lock)
         self._endpoint: str | None = None

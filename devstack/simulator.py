@@ -55,6 +55,7 @@ __all__ = [
     "SimulationConfig",
     "SimulationSummary",
     "TransactionRefused",
+    "plant_faults",
     "run_simulation",
 ]
 
@@ -765,3 +766,16 @@ def run_simulation(
 ) -> SimulationSummary:
     """Run the workload against `table` and return its summary."""
     return _Simulation(config, table, clock, sleep, monotonic).run()
+
+
+def plant_faults(
+    config: SimulationConfig, table: EntitlementTable, clock: Clock, kinds: tuple[FaultKind, ...]
+) -> list[PlantedFault]:
+    """Plant `config.faults_per_kind` of each of `kinds` by direct table writes, each on its own user
+    (the anomalies a workload through the service cannot produce: a string or millisecond ttl, a failed
+    reactivation delete, a canary token in a row)."""
+    simulation = _Simulation(config, table, clock, time.sleep, time.monotonic)
+    for kind in kinds:
+        for _ in range(config.faults_per_kind):
+            simulation.plant(kind)
+    return list(simulation.summary.planted_faults)

@@ -1,8 +1,8 @@
 """A TTL emulator for moto's DynamoDB that behaves as AWS's TTL does.
 
 moto never expires items and never sets `userIdentity` on stream records. This emulator, running in the
-SAME process as the moto server, periodically scans every moto DynamoDB table that has TTL enabled and
-deletes the items whose TTL attribute has passed by the shared clock (`pipeline.clock`), under AWS's rules:
+SAME process as the moto server, periodically deletes, from every moto DynamoDB table that has TTL
+enabled, the items whose TTL attribute has passed by the shared clock (`pipeline.clock`), under AWS's rules:
 
 - the attribute must be a top-level Number (type `N`) holding integral epoch seconds; a string, a
   fractional number or any other type is never acted on (as `schema.table.CleanupRecord.ttl_epoch_seconds`
@@ -18,9 +18,14 @@ API carry no identity. moto's GetRecords serialiser writes the record's `userIde
 and the Java SDK behind the KCL adapter deserialises the same wire JSON (which the adapter then renders
 as `userIdentity: {principalId, type}` for the multilang child).
 
+A pass costs what is due, not the size of the table: it reads only the keys of each table's TTL index
+(`devstack._moto_patches.ttl_index`: integral epoch seconds -> keys, built by one scan the first time a
+pass needs it, then kept up to date by hooks on every put and update) whose time has passed, and checks
+each against the live item by the rules above before deleting it.
+
 How it hooks moto, and what it relies on (moto[server]==5.2.5 is pinned in pyproject.toml;
-`check_moto_supported` refuses any other version; `devstack._moto_patches` holds the other adjustment
-the local stack makes to moto, an in-place TransactWriteItems rollback):
+`check_moto_supported` refuses any other version; every patch of moto's internals, the TTL index and
+the stream identity hook included, lives in `devstack._moto_patches`):
 
 - `moto.dynamodb.models.dynamodb_backends.iter_backends()` lists the live (account, region) backends;
   each backend's `tables` dict holds `Table` objects whose `ttl` dict has `TimeToLiveStatus` and
@@ -28,8 +33,9 @@ the local stack makes to moto, an in-place TransactWriteItems rollback):
   having `.type` and `.value`, the value of an `N` being its decimal string).
 - `Table.delete_item(hash_key, range_key)` removes an item without a condition and appends one record to
   the stream through `StreamShard.add(old, None)`.
-- `StreamShard.add` is wrapped (once, process-wide): while the emulator deletes, records appended by the
-  call get `record["userIdentity"]` set on their `StreamRecord.record` dict, which GetRecords returns.
+- `StreamShard.add` is wrapped (once, process-wide, `install_stream_identity_hook`): while the emulator
+  deletes (`as_ttl_service`), records appended by the call get `record["userIdentity"]` set on their
+  `StreamRecord.record` dict, which GetRecords returns.
   A record handed to a Lambda event-source mapping inside `add` (moto clears the shard then) is not
   marked: this project uses none.
 - Deletions hold `lock`, the same lock `devstack.moto_server.MotoServer` holds around every DynamoDB and
@@ -48,30 +54,31 @@ __all__ = [
     "ttl_expired",
 ]
 
-import contextlib
-import functools
 import logging
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.dynamo_type import Item
-from moto.dynamodb.models.table import StreamShard, Table
+from moto.dynamodb.models.table import Table
 
-from devstack._moto_patches import UnsupportedMotoVersion, check_moto_supported
+from devstack._moto_patches import (
+    TTL_IDENTITY,
+    UnsupportedMotoVersion,
+    as_ttl_service,
+    check_moto_supported,
+    install_stream_identity_hook,
+    install_ttl_index,
+    ttl_index,
+)
 from pipeline.clock import Clock
 
 _log = logging.getLogger(__name__)
 
-TTL_IDENTITY: dict[str, str] = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
 FIVE_YEARS = timedelta(days=5 * 365)
-
-_HOOK_MARKER = "_entitlements_ttl_identity_hook"
-_hook_lock = threading.Lock()
-_deleting = threading.local()
 
 
 def ttl_expired(attribute: dict[str, Any] | None, now_epoch_seconds: int) -> bool:
@@ -93,50 +100,12 @@ def ttl_expired(attribute: dict[str, Any] | None, now_epoch_seconds: int) -> boo
     return oldest <= seconds < now_epoch_seconds
 
 
-def install_stream_identity_hook() -> None:
-    """Wrap `StreamShard.add` so records appended during an emulator deletion carry the TTL identity.
-    Idempotent; inert for every other write."""
-    check_moto_supported()
-    with _hook_lock:
-        original = StreamShard.add
-        if getattr(original, _HOOK_MARKER, False):
-            return
-
-        @functools.wraps(original)
-        def add(self: StreamShard, old: Item | None, new: Item | None) -> None:
-            before = len(self.items)
-            original(self, old, new)
-            if new is None and getattr(_deleting, "active", False):
-                for record in self.items[before:]:
-                    record.record["userIdentity"] = dict(TTL_IDENTITY)
-
-        setattr(add, _HOOK_MARKER, True)
-        StreamShard.add = add  # type: ignore[method-assign]
-
-
-@contextlib.contextmanager
-def _as_ttl_service() -> Iterator[None]:
-    _deleting.active = True
-    try:
-        yield
-    finally:
-        _deleting.active = False
-
-
 def _ttl_attribute_name(table: Table) -> str | None:
     spec = table.ttl
     if spec.get("TimeToLiveStatus") != "ENABLED":
         return None
     name = spec.get("AttributeName")
     return name if isinstance(name, str) and name else None
-
-
-def _items(table: Table) -> list[Item]:
-    # moto types `items` loosely: hash key -> range key -> Item, or hash key -> Item without a range key.
-    values: list[Any] = list(table.items.values())
-    if table.has_range_key:
-        return [item for by_range in values for item in by_range.values()]
-    return values
 
 
 def _low_level(item: Item, attribute_name: str) -> dict[str, Any] | None:
@@ -165,6 +134,7 @@ class TtlEmulator:
         if interval_seconds <= 0:
             raise ValueError("interval_seconds must be positive")
         install_stream_identity_hook()
+        install_ttl_index()
         self._clock = clock
         self._interval = interval_seconds
         self._lock = lock if lock is not None else threading.RLock()
@@ -188,19 +158,20 @@ class TtlEmulator:
         """One pass over every table; returns how many items it deleted."""
         now = int(self._clock.now().timestamp())
         deleted = 0
-        # One lock for the whole pass: a failed TransactWriteItems swaps a table for a restored copy, so
-        # the table objects must be read, checked and deleted from without any request in between.
+        # One lock for the whole pass: the index, the items and the deletions are read and made without
+        # any request in between.
         with self._lock:
             for table in self._tables():
                 attribute_name = _ttl_attribute_name(table)
                 if attribute_name is None:
                     continue
-                expired = [
-                    item for item in _items(table) if ttl_expired(_low_level(item, attribute_name), now)
-                ]
-                with _as_ttl_service():
-                    for item in expired:
-                        if table.delete_item(item.hash_key, item.range_key) is not None:
+                with as_ttl_service():
+                    for hash_key, range_key in ttl_index(table, attribute_name).pop_due(now):
+                        item = table.get_item(hash_key, range_key)
+                        # Checked on the live item: it may be gone, or carry a later TTL since.
+                        if item is None or not ttl_expired(_low_level(item, attribute_name), now):
+                            continue
+                        if table.delete_item(hash_key, range_key) is not None:
                             deleted += 1
         self.deleted_total += deleted
         self.passes += 1

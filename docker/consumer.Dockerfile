@@ -24,6 +24,7 @@ COPY processors processors
 COPY analytics analytics
 COPY devstack devstack
 COPY entitlements entitlements
+COPY service service
 # Maven does not stay.
 RUN pip install --no-cache-dir . \
  && apt-get purge -y maven && apt-get autoremove -y

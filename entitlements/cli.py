@@ -34,6 +34,8 @@ _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
     ("erasure", "erasure"),
     ("quarantine", "quarantine"),
     ("dead_letter", "dead-letter"),
+    ("serve", None),
+    ("relinker", "relinker"),
 )
 
 

@@ -24,13 +24,20 @@ __all__ = [
     "handler_registry",
     "lake_eraser",
     "lake_handler",
+    "relink_queue",
+    "relinker",
     "retry_worker",
+    "service_app",
+    "service_parts",
     "setup_erasure_channel",
+    "setup_relink_queues",
     "setup_retry_queues",
     "shard_consumer",
 ]
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
 from config import ErasureSettings, Settings
@@ -66,6 +73,17 @@ from processors.erasure import (
 )
 from schema.aws_errors import AwsTerminalError, converted
 from schema.errors import TerminalError
+from service._retry import RetryPolicy as ServiceRetryPolicy
+from service.arraylink import ArrayLink, LinkTable
+from service.clients import HttpArrayAccounts, HttpTransactions, default_http
+from service.dynamo import EntitlementTable
+from service.outcomes import FlushingSink, OutcomeRecorder
+from service.parts import ServiceParts
+from service.relinker import Relinker
+from service.writes import EntitlementService
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 # Bounds for the AWS calls of the setup and repair commands (the flush's clients get `flush_call_bounds`).
 AWS_TIMEOUTS: dict[str, Any] = {"connect_timeout": 2, "read_timeout": 5}
@@ -249,4 +267,94 @@ def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds
         targets=targets,
         clock=clock_from_settings(settings.clock),
         outcomes=LakeHandler(lake, settings.lake, name="erasure-outcomes"),
+    )
+
+
+# -- the entitlements service and its relinker ------------------------------------------------------
+
+
+def _service_dynamodb(settings: Settings) -> Any:
+    # The service's RetryPolicy retries transient failures: botocore tries twice at most per attempt.
+    timeout = settings.service.http_timeout_seconds
+    return aws_client(
+        settings.aws,
+        "dynamodb",
+        connect_timeout=timeout,
+        read_timeout=timeout,
+        max_pool_connections=max(settings.service.relinker_concurrency * 2, 64),
+        retries={"mode": "standard", "max_attempts": 2},
+    )
+
+
+def service_parts(
+    settings: Settings,
+    *,
+    sink: FlushingSink | None = None,
+    link_table: LinkTable | None = None,
+    http: httpx.Client | None = None,
+) -> ServiceParts:
+    """The service's parts: the table, Array and transactions-service clients, arraylink, and the outcome
+    recorder landing in the lake through the consumer's erasure filter (`lake_handler`).
+
+    `link_table` replaces the table arraylink reads and writes through (devstack's fault-injection
+    wrapper, for `simulate` and the demo only); `http` the pooled HTTP client."""
+    retry = ServiceRetryPolicy.from_settings(settings.service)
+    table = EntitlementTable(_service_dynamodb(settings), settings.consumer.table_name, retry=retry)
+    owned = http is None
+    client = http or default_http(settings.service.relinker_concurrency)
+    array = HttpArrayAccounts(settings.array, settings.service, http=client, retry=retry)
+    transactions = HttpTransactions(settings.service, http=client, retry=retry)
+    clock = clock_from_settings(settings.clock)
+    recorder = OutcomeRecorder(sink or lake_handler(settings, name="service-outcomes"), clock)
+    return ServiceParts(
+        service=EntitlementService(table, array, clock, settings.policy, recorder),
+        arraylink=ArrayLink(link_table or table, transactions, array),
+        recorder=recorder,
+        outcome_flush_seconds=settings.service.outcome_flush_seconds,
+        close=client.close if owned else None,
+    )
+
+
+def service_app(settings: Settings, **overrides: Any) -> FastAPI:
+    """The service's ASGI app (`entitlements serve`), built from `service_parts`. The web framework is
+    imported here, on first use: the KCL child and the workers import this module and never serve."""
+    from service.app import create_app  # noqa: PLC0415 (kept off the KCL child's start)
+
+    return create_app(service_parts(settings, **overrides))
+
+
+def setup_relink_queues(settings: Settings) -> RetryQueues:
+    """Create (or bring up to date) the relinker's job queue and its dead-letter queue: the setup
+    command's job (`entitlements relinker setup`), never the worker's."""
+    sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
+    return ensure_retry_queues(
+        sqs,
+        settings.service.relinker_queue_name,
+        visibility_timeout_seconds=settings.service.relinker_visibility_timeout_seconds,
+        max_receive_count=settings.service.relinker_max_receive_count,
+    )
+
+
+def relink_queue(settings: Settings) -> tuple[Any, str]:
+    """An SQS client for the relinker's jobs (reads outlast the long poll) and the queue's URL, looked
+    up (never created)."""
+    sqs = aws_client(settings.aws, "sqs", connect_timeout=5, read_timeout=30, max_pool_connections=64)
+    url = _queue_url(
+        sqs, settings.service.relinker_queue_name, what="relink queue", setup="entitlements relinker setup"
+    )
+    return sqs, url
+
+
+def relinker(settings: Settings, *, parts: ServiceParts | None = None, wait_seconds: int = 20) -> Relinker:
+    """The relinker worker: jobs from its queue (which must exist), run through the service's arraylink
+    at `service.relinker_concurrency`, outcomes landed in the lake before each job is acknowledged."""
+    sqs, url = relink_queue(settings)
+    parts = parts or service_parts(settings, sink=lake_handler(settings, name="relinker-outcomes"))
+    return Relinker(
+        sqs=sqs,
+        queue_url=url,
+        arraylink=parts.arraylink,
+        recorder=parts.recorder,
+        concurrency=settings.service.relinker_concurrency,
+        wait_seconds=wait_seconds,
     )

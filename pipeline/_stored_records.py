@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline._files import private_dir, write_private_file
-from pipeline.events import sortable_sequence
+from pipeline.events import is_sequence_number, sortable_sequence
 
 
 def record_path(root: Path, *folders: str, sequence_number: str) -> Path:
@@ -75,6 +75,6 @@ def safe_name(part: str) -> str:
 
 def sequence_file_stem(sequence_number: str) -> str:
     """Sorts like the sequence number; anything that is not one is encoded, never trusted as a path."""
-    if sequence_number.isascii() and sequence_number.isdigit() and len(sequence_number) <= 48:
+    if is_sequence_number(sequence_number):
         return sortable_sequence(sequence_number)
     return "x" + base64.urlsafe_b64encode(sequence_number.encode()).decode()

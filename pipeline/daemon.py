@@ -2,29 +2,43 @@
 
 `entitlements consume` writes the properties from the settings, passes the settings to the Python
 children through the environment, and keeps the daemon running. A daemon that exits on its own (a child
-crashed, which makes the daemon exit) is restarted with backoff; it resumes from the last checkpoint.
+crashed, which makes the daemon exit) is restarted with backoff; it resumes from the last checkpoint, under
+the same worker id (`stable_worker_id`), so it takes its own leases back at once, with no leader needed.
 """
 
 from __future__ import annotations
 
-__all__ = ["DaemonSpec", "KclDaemon", "launcher_properties", "supervise"]
+__all__ = ["DaemonSpec", "KclDaemon", "Supervised", "launcher_properties", "stable_worker_id", "supervise"]
 
+import hashlib
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from config import Settings, settings_environment
 from pipeline._files import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
+
+
+def stable_worker_id(host: str, state_dir: Path) -> str:
+    """The worker id of the consumer that keeps its state in `state_dir` on `host`: the same after every
+    restart, and distinct for two consumers on one host with their own state folders.
+
+    A restarted worker's leases still name it, so it takes them back at once; under a new id they would
+    wait for the leader to reassign them, and after a crash of the leader KCL 3.1's leader lock stays
+    held for 2 minutes (whatever the id: measured in tests/pipeline/test_kcl_startup.py)."""
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:12]
+    return f"{host}-{digest}"
 
 
 def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, child_command: str) -> str:
@@ -45,6 +59,8 @@ def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, 
         "leaseAssignmentIntervalMillis": str(consumer.lease_assignment_interval_ms),
         "shardSyncIntervalMillis": str(consumer.shard_sync_interval_ms),
         "parentShardPollIntervalMillis": str(min(consumer.shard_sync_interval_ms, 10_000)),
+        "inMemoryWorkerMetricsCaptureFrequencyMillis": str(consumer.worker_metrics_capture_ms),
+        "workerMetricsReporterFreqInMillis": str(consumer.worker_metrics_report_ms),
         "metricsEnabled": str(consumer.metrics_enabled).lower(),
     }
     return "".join(f"{key} = {value}\n" for key, value in values.items() if value is not None)
@@ -55,8 +71,12 @@ class DaemonSpec:
     java: str
     launcher_jar: Path
     properties_path: Path
+    java_options: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
     log_path: Path | None = None
+    # The folder where the children write their shard stats after each commit: a file written there
+    # after a start means that run delivered records (the supervisor's backoff resets on it).
+    progress_dir: Path | None = None
 
     @classmethod
     def from_settings(
@@ -88,10 +108,12 @@ class DaemonSpec:
             env["AWS_EC2_METADATA_DISABLED"] = "true"
         return cls(
             java=settings.consumer.java,
+            java_options=tuple(shlex.split(settings.consumer.java_options)),
             launcher_jar=settings.consumer.launcher_jar,
             properties_path=properties_path,
             environment=env,
             log_path=work_dir / f"daemon-{worker_id}.log",
+            progress_dir=settings.consumer.state_dir / "stats",
         )
 
 
@@ -102,6 +124,7 @@ class KclDaemon:
         self._spec = spec
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._started_ns = 0
 
     @property
     def pid(self) -> int | None:
@@ -121,8 +144,15 @@ class KclDaemon:
             fd = os.open(self._spec.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             self._log = os.fdopen(fd, "ab")
             stderr = self._log
+        self._started_ns = time.time_ns()
         self._process = subprocess.Popen(
-            [self._spec.java, "-jar", str(self._spec.launcher_jar), str(self._spec.properties_path)],
+            [
+                self._spec.java,
+                *self._spec.java_options,
+                "-jar",
+                str(self._spec.launcher_jar),
+                str(self._spec.properties_path),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
@@ -157,31 +187,67 @@ class KclDaemon:
             raise RuntimeError("daemon not started")
         return self._process.wait(timeout)
 
+    def delivered(self) -> bool:
+        """Whether the current (or last) run has committed records: a shard's stats file written since
+        it started."""
+        folder = self._spec.progress_dir
+        if folder is None or not self._started_ns:
+            return False
+        try:
+            return any(path.stat().st_mtime_ns >= self._started_ns for path in folder.glob("*.json"))
+        except OSError:  # a file replaced meanwhile: look again on the next check
+            return False
+
     def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
 
 
-def supervise(daemon: KclDaemon, stop: threading.Event, *, max_backoff: float = 60.0) -> None:
+class Supervised(Protocol):
+    """What the supervisor needs of a daemon (`KclDaemon`)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def stop(self, timeout: float = 60.0) -> int | None: ...
+
+    def delivered(self) -> bool: ...
+
+
+def supervise(
+    daemon: Supervised,
+    stop: threading.Event,
+    *,
+    max_backoff: float = 60.0,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
     """Keep the daemon running until `stop` is set; restart it with backoff when it exits on its own.
 
-    The backoff doubles while restarts keep failing and resets after a daemon has run for five minutes.
+    The backoff doubles while restarts keep failing, and starts again from 1 s once a run has delivered
+    records (or run for five minutes): a crash after real work is not a crash loop.
     """
     backoff = 1.0
     daemon.start()
-    started = time.monotonic()
+    started = monotonic()
+    delivered = False
     while not stop.is_set():
         if daemon.running:
+            delivered = delivered or daemon.delivered()
             stop.wait(1.0)
             continue
         code = daemon.wait()
-        if time.monotonic() - started > 300:
+        if delivered or daemon.delivered() or monotonic() - started > 300:
             backoff = 1.0
         logger.error("daemon exited; restarting", extra={"exit_code": code, "backoff_s": backoff})
         stop.wait(backoff)
         backoff = min(backoff * 2, max_backoff)
         if not stop.is_set():
             daemon.start()
-            started = time.monotonic()
+            started = monotonic()
+            delivered = False
     daemon.stop()

@@ -79,7 +79,7 @@ from msgspec import UNSET, Struct, UnsetType
 from pipeline._attribute_values import decode_image, parse_number
 from pipeline.errors import DecodeError
 from pipeline.events import (
-    SEQUENCE_WIDTH,
+    SEQUENCE_RULE,
     ChangeKind,
     CleanupCancelled,
     CleanupExpired,
@@ -92,6 +92,7 @@ from pipeline.events import (
     StreamEvent,
     StreamPosition,
     UnknownItemChanged,
+    is_sequence_number,
 )
 from schema.errors import RecordContext
 from schema.table import (
@@ -379,7 +380,7 @@ _SHAPE_REASONS: Final = {
     ".eventName": "eventName is not INSERT, MODIFY or REMOVE",
     ".dynamodb": "dynamodb section is missing or not an object",
     ".dynamodb.Keys": "Keys is missing",
-    ".dynamodb.SequenceNumber": "SequenceNumber is not a string of at most 48 decimal digits",
+    ".dynamodb.SequenceNumber": f"SequenceNumber is not {SEQUENCE_RULE}",
     ".dynamodb.ApproximateCreationDateTime": "ApproximateCreationDateTime is missing or not a number",
     ".userIdentity": "userIdentity is not an object",
 }
@@ -451,8 +452,8 @@ def _event(
         if read_at is None:
             raise DecodeError("SequenceNumber is missing")
         sequence = read_at
-    if not (0 < len(sequence) <= SEQUENCE_WIDTH and sequence.isdigit() and sequence.isascii()):
-        raise DecodeError("SequenceNumber is not a string of at most 48 decimal digits")
+    if not is_sequence_number(sequence):
+        raise DecodeError(f"SequenceNumber is not {SEQUENCE_RULE}")
     if read_at is not None and sequence != read_at:
         raise DecodeError("SequenceNumber differs from the sequence number the record was read at")
 
@@ -586,18 +587,9 @@ def _offset(seconds: float) -> datetime:
         raise DecodeError("ApproximateCreationDateTime is out of range") from None
 
 
-def _is_sequence(sequence: Any) -> bool:
-    return (
-        type(sequence) is str
-        and 0 < len(sequence) <= SEQUENCE_WIDTH
-        and sequence.isdigit()
-        and sequence.isascii()
-    )
-
-
 def _context(record: Any, shard_id: str, read_at: str | None) -> RecordContext:
     """Where a refused record sits: only values that are positions, and only when well formed."""
-    sequence = read_at if _is_sequence(read_at) else None
+    sequence = read_at if is_sequence_number(read_at) else None
     event_id = None
     if isinstance(record, Mapping):
         candidate = record.get("eventID")
@@ -613,6 +605,6 @@ def _context(record: Any, shard_id: str, read_at: str | None) -> RecordContext:
         and candidate.replace("-", "").isalnum()
     ):
         event_id = candidate
-    if sequence is None and _is_sequence(found):
+    if sequence is None and is_sequence_number(found):
         sequence = found
     return RecordContext(shard_id=shard_id, sequence_number=sequence, event_id=event_id)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SEQUENCE_RULE",
+    "SEQUENCE_WIDTH",
     "ChangeKind",
     "CleanupCancelled",
     "CleanupExpired",
@@ -25,6 +27,7 @@ __all__ = [
     "StreamEvent",
     "StreamPosition",
     "UnknownItemChanged",
+    "is_sequence_number",
     "sortable_sequence",
 ]
 
@@ -42,12 +45,18 @@ SCHEMA_VERSION = 1
 SEQUENCE_WIDTH = 48
 
 
+SEQUENCE_RULE = f"a string of at most {SEQUENCE_WIDTH} decimal digits"
+
+
+def is_sequence_number(value: object) -> bool:
+    """The one sequence-number rule: a string of 1 to `SEQUENCE_WIDTH` ASCII decimal digits."""
+    return type(value) is str and 0 < len(value) <= SEQUENCE_WIDTH and value.isascii() and value.isdigit()
+
+
 def sortable_sequence(sequence_number: str) -> str:
     """The sequence number left-padded with zeros so that string order is numeric order."""
-    if not sequence_number.isascii() or not sequence_number.isdigit():
-        raise ValueError("a sequence number is a string of decimal digits")
-    if len(sequence_number) > SEQUENCE_WIDTH:
-        raise ValueError("sequence number wider than supported")
+    if not is_sequence_number(sequence_number):
+        raise ValueError(f"a sequence number is {SEQUENCE_RULE}")
     return sequence_number.rjust(SEQUENCE_WIDTH, "0")
 
 

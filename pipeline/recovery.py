@@ -25,9 +25,10 @@ import logging
 import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from pipeline.dead_letter import DeadLetter, DeadLetters
 from pipeline.handlers import HandlerRegistry
@@ -36,6 +37,8 @@ from pipeline.quarantine import Quarantine, QuarantinedRecord
 from pipeline.shard_consumer import CommitPolicy, Decoder, RetryPolicy, ShardConsumer, WindowReport
 
 logger = logging.getLogger(__name__)
+
+_Stored = TypeVar("_Stored", QuarantinedRecord, DeadLetter)
 
 # Everything stored is replayed as one window: one flush, one report.
 _ONE_WINDOW = CommitPolicy(every_records=2**62, interval_seconds=math.inf)
@@ -109,12 +112,7 @@ class Recovery:
             window = self._run(self._handlers, stream_arn, shard_id, _raw(records))
             report.failures.update(window.codes())
             still = {entry.sequence_number for entry in window.stored if entry.store == "quarantine"}
-            for record in records:
-                if record.sequence_number in still:
-                    report.remaining += 1
-                else:
-                    self._quarantine.remove(record)
-                    report.finished += 1
+            _settle(report, records, still, self._quarantine.remove)
         report.log("quarantine-redrive")
         return report
 
@@ -136,12 +134,7 @@ class Recovery:
                 for entry in window.stored
                 if entry.store == "dead_letter" and entry.handler == name
             }
-            for letter in letters:
-                if letter.sequence_number in still:
-                    report.remaining += 1
-                else:
-                    self._dead_letters.remove(letter)
-                    report.finished += 1
+            _settle(report, letters, still, self._dead_letters.remove)
         report.log("dead-letter-redrive")
         return report
 
@@ -202,6 +195,19 @@ def _exported(record: QuarantinedRecord | DeadLetter) -> dict[str, str]:
     else:
         document |= {"quarantined_at": record.quarantined_at}
     return document
+
+
+def _settle(
+    report: RecoveryReport, records: Iterable[_Stored], still: set[str], remove: Callable[[_Stored], None]
+) -> None:
+    """Count each record whose sequence number is `still` stored as remaining; remove each other one
+    from its store and count it finished."""
+    for record in records:
+        if record.sequence_number in still:
+            report.remaining += 1
+        else:
+            remove(record)
+            report.finished += 1
 
 
 def _raw(records: Iterable[QuarantinedRecord | DeadLetter]) -> list[RawRecord]:

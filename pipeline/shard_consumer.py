@@ -10,22 +10,30 @@ Every record of a window (the records since the last checkpoint) ends in exactly
   the record's own content; raw bytes, handler and reason are kept, and the other records and handlers
   carry on;
 - parked (for that handler): any other exception from `add` or `flush` is transient. A `RetryableError`
-  from `flush` is retried with backoff; then the handler's unfinished records of the window (never a
-  quarantined one, never one it dead-lettered) are parked as raw records and its pending work discarded.
+  from `flush` is retried with backoff, unless it says `park_now` (the handler knows a retry now cannot
+  help: its dependency did not answer within its budget); then the handler's unfinished records of the
+  window (never a quarantined one, never one it dead-lettered) are parked as raw records and its pending
+  work discarded.
   A producer whose sink could not flush has its window parked too, since its outputs were not made
   durable: nothing checkpoints past unhandled work.
 
 A checkpoint is taken only after every handler has flushed (or parked) everything before it, producers
-before the sinks they feed. Anything else unexpected stops the process (`ConsumerCrash`), so the daemon
-restarts from the last checkpoint instead of moving past unhandled work.
+before the sinks they feed. A checkpoint refused because this worker no longer holds the shard's lease
+(`LeaseLost`) ends that shard's processing quietly: the window was flushed already and the new owner
+resumes from the last checkpoint, so the records it gets again are handled again (handlers are
+idempotent), and this consumer takes and checkpoints nothing more. Anything else unexpected stops the
+process (`ConsumerCrash`), so the daemon restarts from the last checkpoint instead of moving past
+unhandled work.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "Checkpoint",
     "CommitPolicy",
     "ConsumerCrash",
     "Decoder",
+    "LeaseLost",
     "RetryPolicy",
     "ShardConsumer",
     "ShardStats",
@@ -43,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
 from pipeline._files import write_private_file
@@ -66,6 +74,11 @@ class Decoder(Protocol):
 
 class ConsumerCrash(EntitlementsError):
     """The consumer must stop without checkpointing; the daemon will redeliver from the last checkpoint."""
+
+
+class LeaseLost(EntitlementsError):
+    """Raised by a `Checkpoint` when the checkpoint is refused because this worker no longer holds the
+    shard's lease: another worker owns the shard and resumes from the last checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,7 @@ class ShardConsumer:
         self._stored: list[StoredRecord] = []
         self._last_sequence: str | None = None
         self._last_commit_at = monotonic()
+        self._lease_lost = False  # a checkpoint was refused for the lease: the shard is no longer ours
         self.stats = ShardStats()
 
     @property
@@ -196,7 +210,10 @@ class ShardConsumer:
     def process(
         self, records: Sequence[RawRecord], checkpoint: Checkpoint, millis_behind_latest: int | None = None
     ) -> WindowReport | None:
-        """Take the records; commit when the policy says so, returning that window's report."""
+        """Take the records; commit when the policy says so, returning that window's report. Once the
+        lease was lost at a checkpoint, records are left to the shard's new owner."""
+        if self._lease_lost:
+            return None
         for record in records:
             self._take(record)
         self.stats.millis_behind_latest = millis_behind_latest
@@ -221,6 +238,8 @@ class ShardConsumer:
 
     def shard_ended(self, checkpoint: Checkpoint) -> None:
         """Flush, then checkpoint with no sequence number: the shard is done and its children may start."""
+        if self._lease_lost:
+            return
         if self._window:
             self._flush_window()
         self._checkpoint(checkpoint, None)
@@ -333,12 +352,13 @@ class ShardConsumer:
         return report
 
     def _flush(self, handler: Handler) -> str | None:
-        """Flush, retrying a `RetryableError` with backoff; the error code if it still fails."""
+        """Flush, retrying a `RetryableError` with backoff (not one that says `park_now`: that parks at
+        once); the error code if it still fails."""
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
                 wait=wait_exponential_jitter(multiplier=self._retry.initial_wait, max=self._retry.max_wait),
-                retry=retry_if_exception_type(RetryableError),
+                retry=retry_if_exception(_worth_retrying),
                 reraise=True,
             ):
                 with attempt:
@@ -376,6 +396,14 @@ class ShardConsumer:
     def _checkpoint(self, checkpoint: Checkpoint, sequence_number: str | None) -> None:
         try:
             checkpoint(sequence_number)
+        except LeaseLost:
+            # Everything before it was flushed; the new owner resumes from the last checkpoint.
+            self._lease_lost = True
+            self._reset_window()
+            logger.info(
+                "checkpoint refused: lease lost; shard processing ends", extra={"shard": self._shard_id}
+            )
+            return
         except Exception as error:
             context = RecordContext(shard_id=self._shard_id, sequence_number=sequence_number)
             raise ConsumerCrash(f"checkpoint failed: {type(error).__name__}", context=context) from error
@@ -398,6 +426,11 @@ class ShardConsumer:
 
     def _where(self, record: RawRecord) -> dict[str, str]:
         return {"shard": self._shard_id, "sequence_number": record.sequence_number}
+
+
+def _worth_retrying(error: BaseException) -> bool:
+    """A retryable error whose raiser did not ask for the work to be parked at once."""
+    return isinstance(error, RetryableError) and not error.park_now
 
 
 def _reason(error: Exception) -> str:

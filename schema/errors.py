@@ -49,7 +49,17 @@ class EntitlementsError(Exception):
 
 
 class RetryableError(EntitlementsError):
-    """The same call may succeed later (throttling, a 5xx, a network fault)."""
+    """The same call may succeed later (throttling, a 5xx, a network fault).
+
+    `park_now` is the raiser's hint that retrying at once cannot help (the dependency did not answer
+    within its budget: a retry would hold the caller as long again): the caller keeps the work for
+    later (the consumer parks it) without retrying now. False unless the raiser says so."""
+
+    park_now: bool = False
+
+    def __init__(self, message: str, *, context: RecordContext | None = None, park_now: bool = False) -> None:
+        self.park_now = park_now
+        super().__init__(message, context=context)
 
 
 class TerminalError(EntitlementsError):

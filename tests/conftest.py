@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from devstack.moto_server import MotoServer
 from tests.support.dynamodb import client
@@ -17,6 +18,11 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+# Speed lives in bench/, never in tests: hypothesis' per-example deadline is a timing assertion that a
+# loaded CI machine trips at random, so it is off for every property test.
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import json
 import signal
 import socket
 import threading
-import uuid
 from types import FrameType
 
 import typer
@@ -18,14 +17,16 @@ from config import load_settings
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from entitlements.commands._stores import Stores, build_recovery, one_line_errors, print_report
-from pipeline.daemon import DaemonSpec, KclDaemon, supervise
+from pipeline.daemon import DaemonSpec, KclDaemon, stable_worker_id, supervise
 
 app = typer.Typer()
 
 
 @app.command()
 def consume(
-    worker_id: str = typer.Option(None, help="Lease owner name; default host name plus a random suffix."),
+    worker_id: str = typer.Option(
+        None, help="Lease owner name; default the host name and a digest of the state folder (stable)."
+    ),
     stream_arn: str = typer.Option(None, help="Stream to read; default the table's latest stream."),
 ) -> None:
     """Run the KCL consumer of the table's stream until SIGTERM or Ctrl-C (then checkpoint and stop)."""
@@ -37,7 +38,12 @@ def consume(
         arn = table["Table"].get("LatestStreamArn")
         if arn is None:
             raise typer.BadParameter("the table has no stream; run `entitlements table create`")
-    worker = worker_id or settings.consumer.worker_id or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    # Stable across restarts: a restarted worker takes its own lease back at once (its lease names it).
+    worker = (
+        worker_id
+        or settings.consumer.worker_id
+        or stable_worker_id(socket.gethostname(), settings.consumer.state_dir)
+    )
     spec = DaemonSpec.from_settings(
         settings, stream_arn=arn, worker_id=worker, work_dir=settings.consumer.state_dir / "daemon"
     )

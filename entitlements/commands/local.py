@@ -1,7 +1,8 @@
 """`entitlements local up`: moto on 127.0.0.1 with the entitlements table and the TTL emulator, the fakes the
 service calls (Array, transactions-service; `devstack.fake_array`, `devstack.fake_transactions`, on
-127.0.0.1 too), and (unless `--no-setup`) what the setup commands make: the cleanup's retry queues and the
-erasure channel.
+127.0.0.1 too), the entitlements service itself against them (unless `--no-service`; on 127.0.0.1,
+`--service-port`, default service.port), and (unless `--no-setup`) what the setup commands make: the
+cleanup's retry queues and the erasure channel.
 
 Prints the endpoints and the environment to export so that every other command (simulate, consume, the
 processors) talks to this stack and shares its clock; runs until Ctrl-C or SIGTERM.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 __all__ = ["app", "stack_environment"]
 
+import contextlib
 import os
 import shlex
 import signal
@@ -86,22 +88,59 @@ def stack_environment(
     return env
 
 
+def _local_settings(
+    settings: Settings,
+    endpoints: StackEndpoints,
+    clock: ClockSettings | None = None,
+    *,
+    array_url: str | None = None,
+    transactions_url: str | None = None,
+) -> Settings:
+    """The settings with AWS pointed at the stack (and, when given, Array and transactions-service at
+    the fakes, the clock at the stack's)."""
+    update: dict[str, object] = {
+        "aws": AwsSettings(
+            endpoint_url=endpoints.endpoint_url,
+            region=endpoints.region,
+            access_key_id=SecretStr(_LOCAL_CREDENTIAL),
+            secret_access_key=SecretStr(_LOCAL_CREDENTIAL),
+        )
+    }
+    if array_url is not None:
+        update["array"] = settings.array.model_copy(update={"base_url": array_url})
+    if transactions_url is not None:
+        update["service"] = settings.service.model_copy(update={"transactions_base_url": transactions_url})
+    if clock is not None:
+        update["clock"] = clock
+    if endpoints.table_name is not None:
+        update["consumer"] = settings.consumer.model_copy(update={"table_name": endpoints.table_name})
+    return settings.model_copy(update=update)
+
+
 def _set_up(settings: Settings, endpoints: StackEndpoints) -> None:
     """What `entitlements cleanup setup` and `entitlements erasure setup` make, on the local stack."""
-    local = settings.model_copy(
-        update={
-            "aws": AwsSettings(
-                endpoint_url=endpoints.endpoint_url,
-                region=endpoints.region,
-                access_key_id=SecretStr(_LOCAL_CREDENTIAL),
-                secret_access_key=SecretStr(_LOCAL_CREDENTIAL),
-            )
-        }
-    )
+    local = _local_settings(settings, endpoints)
     queues = compose.setup_retry_queues(local)
     channel = compose.setup_erasure_channel(local, local.erasure)
     typer.echo(f"cleanup retry queue: {queues.queue_url}")
     typer.echo(f"erasure queue: {channel.queue_url}")
+
+
+def _print_endpoints(
+    endpoints: StackEndpoints, clock_settings: ClockSettings, urls: tuple[str, str, str | None]
+) -> None:
+    array_url, transactions_url, service_url = urls
+    typer.echo(f"moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch): {endpoints.endpoint_url}")
+    typer.echo(f"region: {endpoints.region}")
+    if endpoints.table_name is not None:
+        typer.echo(f"table: {endpoints.table_name}")
+        typer.echo(f"stream: {endpoints.stream_arn}")
+    speed = f" (simulated clock x{clock_settings.speed})" if clock_settings.start else ""
+    typer.echo(f"ttl emulator: running{speed}")
+    typer.echo(f"fake Array: {array_url}")
+    typer.echo(f"fake transactions-service: {transactions_url}")
+    if service_url is not None:
+        typer.echo(f"entitlements service: {service_url} (OpenAPI: {service_url}/docs)")
 
 
 @app.command("up")
@@ -134,12 +173,25 @@ def up(
             help="Also run `cleanup setup` and `erasure setup` against the stack (the consumer needs them).",
         ),
     ] = True,
+    service: Annotated[
+        bool,
+        typer.Option(
+            "--service/--no-service",
+            help="Also serve the entitlements service (needs the table) against the stack and the fakes.",
+        ),
+    ] = True,
+    service_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0, max=65535, help="The service's port on 127.0.0.1 (default service.port; 0 free)."
+        ),
+    ] = None,
     env_file: Annotated[
         Path | None, typer.Option(help="Also write the exports to this file (mode 0600).")
     ] = None,
 ) -> None:
-    """Run moto + the TTL emulator (+ the table) and the fake Array and transactions-service on 127.0.0.1
-    until Ctrl-C."""
+    """Run moto + the TTL emulator (+ the table), the fake Array and transactions-service (+ the
+    entitlements service) on 127.0.0.1 until Ctrl-C."""
     configure_logging()
     settings = load_settings()
     clock_settings = _clock_settings(settings, clock_speed, clock_start)
@@ -167,11 +219,21 @@ def up(
     )
     transactions = FakeTransactionsServer(port=transactions_port)
     endpoints = stack.start()
+    running = contextlib.ExitStack()
     try:
         array.start()
         transactions.start()
         if setup:
             _set_up(settings, endpoints)
+        service_url = None
+        if service and endpoints.table_name is not None:
+            from entitlements._workload import local_service  # noqa: PLC0415 (the service's stack)
+
+            local = _local_settings(
+                settings, endpoints, clock_settings, array_url=array.url, transactions_url=transactions.url
+            )
+            port_wanted = settings.service.port if service_port is None else service_port
+            service_url = running.enter_context(local_service(local, port=port_wanted)).url
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
             for name, value in stack_environment(
@@ -183,20 +245,13 @@ def up(
             descriptor = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(descriptor, "w") as handle:
                 handle.write(exports)
-        typer.echo(f"moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch): {endpoints.endpoint_url}")
-        typer.echo(f"region: {endpoints.region}")
-        if endpoints.table_name is not None:
-            typer.echo(f"table: {endpoints.table_name}")
-            typer.echo(f"stream: {endpoints.stream_arn}")
-        speed = f" (simulated clock x{clock_settings.speed})" if clock_settings.start else ""
-        typer.echo(f"ttl emulator: running{speed}")
-        typer.echo(f"fake Array: {array.url}")
-        typer.echo(f"fake transactions-service: {transactions.url}")
+        _print_endpoints(endpoints, clock_settings, (array.url, transactions.url, service_url))
         typer.echo("# export these in other shells:")
         typer.echo(exports, nl=False)
         typer.echo("# Ctrl-C to stop", err=True)
         stop.wait()
     finally:
+        running.close()
         transactions.stop()
         array.stop()
         stack.stop()

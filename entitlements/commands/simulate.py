@@ -1,4 +1,14 @@
-"""`entitlements simulate`: the entitlement service's documented writes at a chosen rate and mix."""
+"""`entitlements simulate`: the entitlement service's workload at a chosen rate and mix.
+
+With `--clients N` the mix goes as HTTP requests from N concurrent clients to the service
+(`devstack.service_workload`): a service started in this process on 127.0.0.1 with the settings' table,
+Array and transactions-service (the local stack's fakes), or the one at `--service-url`.
+`--unguarded-links` (in-process service only; refused unless every endpoint is loopback) makes the link
+write an unconditional put (`devstack.unguarded_links`), to show the seed's harm. `--faults` plants the
+anomalies the service cannot produce by direct table writes, labelled `planted_by_direct_write`.
+
+With `--clients 0` (the default) the simulator writes the table directly (`devstack.simulator`).
+"""
 
 from __future__ import annotations
 
@@ -8,18 +18,34 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from config import load_settings
-from devstack.simulator import EntitlementTable, Mix, SimulationConfig, run_simulation
+from config import Settings, load_settings
+from devstack.service_workload import WorkloadConfig, WorkloadSummary, run_service_workload
+from devstack.simulator import (
+    EntitlementTable,
+    FaultKind,
+    Mix,
+    SimulationConfig,
+    plant_faults,
+    run_simulation,
+)
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
 from schema.errors import EntitlementsError
 
 app = typer.Typer()
+
+# The anomalies a workload through the service cannot produce: planted by direct writes.
+DIRECT_WRITE_FAULTS = (
+    FaultKind.STRING_TTL,
+    FaultKind.MILLISECOND_TTL,
+    FaultKind.FAILED_REACTIVATION_DELETE,
+    FaultKind.TOKEN_CANARY,
+)
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -65,12 +91,30 @@ def simulate(
     table_name: Annotated[
         str | None, typer.Option(help="Table; default the settings' consumer.table_name.")
     ] = None,
+    clients: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Concurrent HTTP clients sending the mix to the service; 0 writes the table."
+        ),
+    ] = 0,
+    service_url: Annotated[
+        str | None,
+        typer.Option(help="With --clients: the running service to drive; default one started in-process."),
+    ] = None,
+    unguarded_links: Annotated[
+        bool,
+        typer.Option(
+            "--unguarded-links/--guarded-links",
+            help="In-process service only, local stack only: the link write is an unconditional put.",
+        ),
+    ] = False,
     summary_json: Annotated[
         Path | None,
         typer.Option(help="Write the full summary, planted faults' keys included, to this file (mode 0600)."),
     ] = None,
 ) -> None:
-    """Write the service's workload to the table; print a summary (counts only) as JSON."""
+    """Send the service's workload (through the service with --clients, else to the table); print a
+    summary (counts only) as JSON."""
     configure_logging()
     settings = load_settings()
     try:
@@ -97,11 +141,55 @@ def simulate(
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
     table = EntitlementTable(aws_client(settings.aws, "dynamodb"), config.table_name)
+    if unguarded_links and (clients == 0 or service_url is not None):
+        raise typer.BadParameter("--unguarded-links needs --clients and the in-process service")
+    summary: Any
     try:
-        summary = run_simulation(config, table, clock_from_settings(settings.clock))
+        if clients == 0:
+            summary = run_simulation(config, table, clock_from_settings(settings.clock))
+        else:
+            summary = _through_the_service(
+                settings, config, table, clients=clients, service_url=service_url, unguarded=unguarded_links
+            )
     except EntitlementsError as error:  # messages hold codes only, never keys or bodies
         typer.echo(f"simulate failed: {error}", err=True)
         raise typer.Exit(1) from None
     if summary_json is not None:
         _write_private(summary_json, json.dumps(summary.to_json(include_keys=True), indent=2) + "\n")
     typer.echo(json.dumps(summary.to_json(include_keys=False), indent=2))
+
+
+def _through_the_service(
+    settings: Settings,
+    config: SimulationConfig,
+    table: EntitlementTable,
+    *,
+    clients: int,
+    service_url: str | None,
+    unguarded: bool,
+) -> WorkloadSummary:
+    from entitlements._workload import local_service  # noqa: PLC0415 (the service's stack, only here)
+
+    workload = WorkloadConfig(
+        users=config.users,
+        operations=config.operations,
+        clients=clients,
+        mix=config.mix,
+        seed=config.seed,
+        contention=config.contention,
+        rate=config.rate,
+    )
+    planted = (
+        plant_faults(config, table, clock_from_settings(settings.clock), DIRECT_WRITE_FAULTS)
+        if config.faults
+        else []
+    )
+    if service_url is not None:
+        summary = run_service_workload(workload, service_url)
+    else:
+        with local_service(settings, unguarded_links=unguarded) as running:
+            summary = run_service_workload(workload, running.url)
+            if running.unguarded is not None:
+                summary.unguarded_links = running.unguarded.snapshot()
+    summary.planted_faults = planted
+    return summary

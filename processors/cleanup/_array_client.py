@@ -2,7 +2,9 @@
 
 The wire contract (path, headers, body fields) is `schema.array`, shared with the fake Array.
 
-2xx: deleted. 404: already gone (`ErrArrayUserAlreadyDeleted`, success). 401/403: credentials
+2xx: deleted. 404: already gone (`ErrArrayUserAlreadyDeleted`, success; `after_unanswered` when an
+earlier request of the call may have been the delete: a timeout, a connection lost after connecting, a
+5xx). 401/403: credentials
 (`ArrayCredentialError`, parks). 429, 5xx and network errors: retried with full-jitter exponential backoff
 (honouring a numeric Retry-After) within both `max_attempts` and the caller's deadline, then
 `ArrayTransientError`. Any other status: `ArrayRequestRejected` (terminal).
@@ -106,15 +108,27 @@ class HttpArrayClient:
             reraise=True,
         )
         attempts = 0
+        unanswered = False  # an earlier request of this call may have been applied unseen
         try:
             for attempt in retrying:
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
-                    self._attempt(array_user_id, deadline)
+                    try:
+                        self._attempt(array_user_id, deadline)
+                    except ArrayTransientError as failed:
+                        unanswered = unanswered or failed.unanswered
+                        raise
+        except ErrArrayUserAlreadyDeleted:
+            if not unanswered:
+                raise
+            raise ErrArrayUserAlreadyDeleted(
+                "the Array user is already deleted (HTTP 404, after an unanswered request)",
+                after_unanswered=True,
+            ) from None
         except ArrayTransientError as failed:
             logger.info("array delete gave up", extra={"attempts": attempts, "code": failed.code})
             raise ArrayTransientError(
-                failed.code, retry_after=failed.retry_after, attempts=attempts
+                failed.code, retry_after=failed.retry_after, attempts=attempts, unanswered=unanswered
             ) from None
 
     def _wait(self, state: RetryCallState) -> float:
@@ -152,10 +166,14 @@ class HttpArrayClient:
             response = self._http.request(
                 method, self._url, json=body, headers=headers, timeout=httpx.Timeout(timeout)
             )
+        except httpx.ConnectTimeout:
+            raise ArrayTransientError("timeout") from None  # never connected: nothing was sent
         except httpx.TimeoutException:
-            raise ArrayTransientError("timeout") from None
-        except httpx.TransportError as failed:
+            raise ArrayTransientError("timeout", unanswered=True) from None
+        except httpx.ConnectError as failed:
             raise ArrayTransientError(type(failed).__name__) from None
+        except httpx.TransportError as failed:  # lost after connecting: the request may have arrived
+            raise ArrayTransientError(type(failed).__name__, unanswered=True) from None
         _raise_for_status(response)
 
 
@@ -167,8 +185,10 @@ def _raise_for_status(response: httpx.Response) -> None:
         raise ErrArrayUserAlreadyDeleted("the Array user is already deleted (HTTP 404)")
     if status in (401, 403):
         raise ArrayCredentialError(status)
-    if status == 429 or status >= 500:
+    if status == 429:
         raise ArrayTransientError(str(status), retry_after=_retry_after(response))
+    if status >= 500:  # the server may have applied the delete before failing
+        raise ArrayTransientError(str(status), retry_after=_retry_after(response), unanswered=True)
     raise ArrayRequestRejected(status)
 
 

@@ -18,9 +18,18 @@ from schema.errors import EntitlementsError, RecordContext, RetryableError, Term
 class ErrArrayUserAlreadyDeleted(EntitlementsError):
     """Array answered 404 to a delete: the account is already gone, which is what cleanup wanted.
 
-    Not a failure: callers count it as success (seed 000, "Array Account Cleanup")."""
+    Not a failure: callers count it as success (seed 000, "Array Account Cleanup").
+
+    `after_unanswered` is True when an earlier request of the same call went unanswered (a timeout, a
+    connection lost after sending, a 5xx): that request may have been the delete, so this 404 may be it."""
 
     code = "404"
+
+    def __init__(
+        self, message: str, *, after_unanswered: bool = False, context: RecordContext | None = None
+    ) -> None:
+        self.after_unanswered = after_unanswered
+        super().__init__(message, context=context)
 
 
 class ArrayCredentialError(RetryableError):
@@ -42,7 +51,10 @@ class ArrayRequestRejected(TerminalError):
 
 
 class ArrayTransientError(RetryableError):
-    """429, 5xx or a network fault that outlasted the retries or the time budget."""
+    """429, 5xx or a network fault that outlasted the retries or the time budget.
+
+    `unanswered` is True when a request may have reached Array without its answer reaching us (a
+    timeout or a connection lost after connecting, a 5xx): the delete may have been applied."""
 
     def __init__(
         self,
@@ -50,11 +62,13 @@ class ArrayTransientError(RetryableError):
         *,
         retry_after: float | None = None,
         attempts: int = 1,
+        unanswered: bool = False,
         context: RecordContext | None = None,
     ) -> None:
         self.code = code
         self.retry_after = retry_after
         self.attempts = attempts
+        self.unanswered = unanswered
         super().__init__(f"Array delete failed transiently ({code}, {attempts} attempt(s))", context=context)
 
 
@@ -67,8 +81,11 @@ class GuardUnavailableError(RetryableError):
 
 
 class RetryQueueError(RetryableError):
-    """A cleanup could not be parked in the retry queue; the stream must redeliver it."""
+    """A cleanup could not be parked in the retry queue; the stream must redeliver it.
 
-    def __init__(self, code: str, *, context: RecordContext | None = None) -> None:
+    `park_now` when the queue did not answer within the flush's budget: a retry would hold the shard a
+    budget again, so the consumer parks the records locally at once."""
+
+    def __init__(self, code: str, *, park_now: bool = False, context: RecordContext | None = None) -> None:
         self.code = code
-        super().__init__(f"could not park cleanup work ({code})", context=context)
+        super().__init__(f"could not park cleanup work ({code})", context=context, park_now=park_now)

@@ -16,9 +16,10 @@ that every call is inside (DynamoDB, Array, SQS): each cleanup is guarded, delet
 - Whatever cannot finish (transient Array failures, an expired credential, an unreadable GSI1, the
   deadline) is parked in the durable retry queue, ten to a call, a few calls at a time, by `budget`.
 - When the retry queue does not take the work (a refusal, or no answer by `budget`), the work stays
-  pending and `flush` raises `RetryQueueError` (retryable): the consumer retries, then parks the raw
-  records in its local parked store. For `budget` seconds after the retry queue did not answer, a flush
-  with work raises at once, so a hung queue holds the shard once, not at every retry.
+  pending and `flush` raises `RetryQueueError` (retryable): after a refusal the consumer retries, then
+  parks the raw records in its local parked store; when the queue did not answer, the error says
+  `park_now` and the consumer parks them at once. For `budget` seconds after the retry queue did not
+  answer, a flush with work raises at once (`park_now` too), so a hung queue holds the shard once.
 
 Work already finished is never redone by the consumer's retry: only unfinished work stays pending.
 """
@@ -164,17 +165,21 @@ class CleanupHandler:
             logger.warning(
                 "cleanup flush skipped: the retry queue did not answer", extra={"cleanups": len(pending)}
             )
-            raise RetryQueueError("retry_queue_unresponsive", context=pending[0].context)
+            raise RetryQueueError("retry_queue_unresponsive", park_now=True, context=pending[0].context)
         flush_deadline = started + self._budget
         to_park = self._attempt_all(pending, started)
         attempts_done = self._monotonic()
         codes = self._park(to_park, flush_deadline)
         unfinished: list[CleanupWork] = []
-        for (work, reason), code in zip(to_park, codes, strict=True):
+        # Unfinished work whose delete was sent stays pending saying so (the consumer's retry).
+        sent_since: dict[int, CleanupWork] = {}
+        for (work, reason, sent), code in zip(to_park, codes, strict=True):
             if code is None:
                 self._sink.add_outcome(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, reason))
             else:
                 unfinished.append(work)
+                if sent and not work.delete_sent:
+                    sent_since[id(work)] = work.model_copy(update={"delete_sent": True})
         if unfinished:
             logger.warning(
                 "cleanup work could not be parked",
@@ -185,7 +190,7 @@ class CleanupHandler:
         with self._lock:
             # Work added while flushing (not expected: the consumer is single-threaded) stays pending.
             done = {id(work) for work in pending} - {id(work) for work in unfinished}
-            self._pending = [work for work in self._pending if id(work) not in done]
+            self._pending = [sent_since.get(id(work), work) for work in self._pending if id(work) not in done]
             self._timings.append(
                 FlushTiming(
                     started=started,
@@ -208,10 +213,17 @@ class CleanupHandler:
             },
         )
         if unfinished:
-            raise RetryQueueError(f"{len(unfinished)}_unparked", context=unfinished[0].context)
+            raise RetryQueueError(
+                f"{len(unfinished)}_unparked",
+                park_now=self._queue_silent_until is not None,  # it did not answer: park at once
+                context=unfinished[0].context,
+            )
 
-    def _attempt_all(self, pending: Sequence[CleanupWork], started: float) -> list[tuple[CleanupWork, str]]:
-        """Run every attempt; hand their outcomes to the sink; return the work to park, with why."""
+    def _attempt_all(
+        self, pending: Sequence[CleanupWork], started: float
+    ) -> list[tuple[CleanupWork, str, bool]]:
+        """Run every attempt; hand their outcomes to the sink; return the work to park, with why and
+        whether its delete was sent (`AttemptResult.delete_sent`)."""
         array_deadline = started + self._budget - self._reserve
         wait_until = started + self._budget - self._reserve * 0.75
         gate = CredentialGate()
@@ -228,7 +240,7 @@ class CleanupHandler:
         finally:
             # A call still hanging ends at its botocore timeout, in a thread nobody waits for.
             pool.shutdown(wait=False, cancel_futures=True)
-        to_park: list[tuple[CleanupWork, str]] = []
+        to_park: list[tuple[CleanupWork, str, bool]] = []
         late = 0
         for (work, result), future in zip(attempts, futures, strict=True):
             # Whether it returned is read before the result is closed: an attempt that returns after
@@ -239,7 +251,7 @@ class CleanupHandler:
                 self._sink.add_outcome(outcome)
             if returned:
                 if result.park_reason is not None:
-                    to_park.append((work, result.park_reason))
+                    to_park.append((work, result.park_reason, result.delete_sent))
                 continue
             late += 1
             if any(outcome.kind in FINAL_CLEANUP_OUTCOMES for outcome in outcomes):
@@ -252,20 +264,30 @@ class CleanupHandler:
             if failure is not None:
                 logger.warning("cleanup attempt failed unexpectedly", extra={"code": type(failure).__name__})
             if failure is not None:
-                to_park.append((work, type(failure).__name__))
+                to_park.append((work, type(failure).__name__, result.delete_sent))
             else:  # not started ("budget": not reached), or still waiting on a call ("guard:deadline")
-                to_park.append((work, "budget" if stage == "start" else f"{stage}:deadline"))
+                reason = "budget" if stage == "start" else f"{stage}:deadline"
+                to_park.append((work, reason, result.delete_sent))
         if late:
             logger.warning("cleanup attempts not back within the budget", extra={"count": late})
         return to_park
 
-    def _park(self, to_park: Sequence[tuple[CleanupWork, str]], deadline: float) -> list[str | None]:
+    def _park(self, to_park: Sequence[tuple[CleanupWork, str, bool]], deadline: float) -> list[str | None]:
         """Park the work (attempt + 1) by `deadline`, ten to a call, a few calls at a time: per item, None
         when the retry queue took it, else a short code. A call not answered by then counts as refusing
         its ten (`timeout`), and the queue is taken as unresponsive for one budget."""
         works = [
-            (work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}), 0)
-            for work, reason in to_park
+            (
+                work.model_copy(
+                    update={
+                        "attempt": work.attempt + 1,
+                        "park_reason": reason,
+                        "delete_sent": work.delete_sent or sent,
+                    }
+                ),
+                0,
+            )
+            for work, reason, sent in to_park
         ]
         chunks = [works[start : start + _SQS_MAX_BATCH] for start in range(0, len(works), _SQS_MAX_BATCH)]
         if not chunks:

@@ -3,8 +3,13 @@
 1. the in-use guard: GSI1 lists the rows naming the account; an Active one refuses the delete (recorded);
    an unreadable GSI1 parks the work (fail closed: never delete blind);
 2. the delete at Array, of the account the record names; 404 is success; 401/403 and exhausted transient
-   failures park; any other refusal is a terminal failure (recorded). A 2xx is noted (`DeletionNotes`),
-   so that a replay whose repeat delete answers 404 still reports the delete this processor made;
+   failures park; any other refusal is a terminal failure (recorded). Before the request is sent, the
+   expiry is noted durably (`DeletionNotes.note_sending`, write-ahead), and the attempt says so
+   (`AttemptResult.delete_sent`, carried by parked work). A 404 is this processor's delete
+   (`cleanup.deleted`) when a delete of the expiry was sent before (an earlier attempt's note or parked
+   work, or an unanswered request of this call), and `cleanup.already_deleted` otherwise (noted `GONE`).
+   Nothing else in this system deletes Array accounts (seed 000), so an account gone after this
+   expiry's delete was sent is gone by that delete; `processors.cleanup._notes` states the rule in full;
 3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
    conditional update; best effort: a failure is recorded, never retried.
 
@@ -34,7 +39,7 @@ from processors.cleanup._errors import (
     ErrArrayUserAlreadyDeleted,
     GuardUnavailableError,
 )
-from processors.cleanup._notes import DeletionNotes
+from processors.cleanup._notes import DeletionNotes, NoteState
 from processors.cleanup._table import RowRef, business_time, find_rows_for_account, mark_row_removed
 from processors.cleanup._work import CleanupWork
 from schema.errors import RetryableError, TerminalError
@@ -68,6 +73,9 @@ class AttemptResult:
     park_reason: str | None = None
     # Where the attempt is: "guard", "array", "mark", then "done" (the code of a deadline's park).
     stage: str = "start"
+    # A delete request of this attempt may have reached Array (set before it is sent): parked work
+    # carries it, so that the retry's 404 is reported as this processor's delete.
+    delete_sent: bool = False
     closed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -87,6 +95,15 @@ class AttemptResult:
             if self.closed:
                 return False
             self.stage = stage
+            return True
+
+    def begin_delete(self, *, counts: bool = True) -> bool:
+        """About to send the delete; False once the caller has closed the result (then it is never
+        sent). `counts`: a 404 after it would be this processor's delete (not when noted `GONE`)."""
+        with self._lock:
+            if self.closed:
+                return False
+            self.delete_sent = self.delete_sent or counts
             return True
 
     def close(self) -> tuple[list[OutcomeEvent], str]:
@@ -187,12 +204,25 @@ class CleanupProcedure:
     def _delete(
         self, work: CleanupWork, deadline: float | None, gate: CredentialGate | None, result: AttemptResult
     ) -> OutcomeEvent | None:
-        """The outcome of the delete when it succeeded; None when it parked or failed (already recorded)."""
+        """The outcome of the delete when it succeeded; None when it parked or failed (already recorded).
+
+        Write-ahead: the expiry is noted before the request is sent, so that a crash anywhere after the
+        request left leaves the note (a crash before the note means no request was sent)."""
+        noted = self._noted(work)
+        sent_before = noted is NoteState.SENT or (work.delete_sent and noted is not NoteState.GONE)
+        if noted is not NoteState.GONE:  # once gone before our first delete, a 404 stays not ours
+            self._note(work, "sending")
+        if not result.begin_delete(counts=noted is not NoteState.GONE):
+            return None  # the caller stopped waiting: never start a delete late
         try:
             self._array.delete_user(work.array_account_id, deadline=deadline)
-        except ErrArrayUserAlreadyDeleted:
-            if self._deleted_earlier(work):  # our own delete, whose outcome a crash lost
+        except ErrArrayUserAlreadyDeleted as gone:
+            if sent_before:  # this processor's earlier delete, whose outcome a crash (or park) lost
                 return self.outcome(work, OutcomeKind.CLEANUP_DELETED, "earlier_attempt")
+            if gone.after_unanswered:  # this call's earlier request was the delete
+                return self.outcome(work, OutcomeKind.CLEANUP_DELETED, "earlier_request")
+            if noted is not NoteState.GONE:
+                self._note(work, "gone")
             return self.outcome(work, OutcomeKind.CLEANUP_ALREADY_DELETED, ErrArrayUserAlreadyDeleted.code)
         except ArrayCredentialError as failed:
             if gate is not None:
@@ -215,25 +245,32 @@ class CleanupProcedure:
             logger.warning("unexpected Array client error", extra={"code": type(failed).__name__})
             result.park(type(failed).__name__)
             return None
-        self._note_deleted(work)
+        if noted is NoteState.GONE:  # the account came back and is now deleted by us
+            self._note(work, "sending")
         return self.outcome(work, OutcomeKind.CLEANUP_DELETED)
 
-    def _note_deleted(self, work: CleanupWork) -> None:
+    def _note(self, work: CleanupWork, what: str) -> None:
+        """Write the expiry's note. A note that cannot be written does not stop the delete (the
+        cleanup is what matters; parked work still carries `delete_sent`): only a crash replay's report
+        of it is weaker."""
         if self._notes is None:
             return
         try:
-            self._notes.note(work.source_event_id)
-        except OSError as failed:  # the delete stands; only a replay's report of it is weaker
+            if what == "gone":
+                self._notes.note_gone(work.source_event_id)
+            else:
+                self._notes.note_sending(work.source_event_id)
+        except OSError as failed:
             logger.warning("deletion note not written", extra={"code": type(failed).__name__})
 
-    def _deleted_earlier(self, work: CleanupWork) -> bool:
+    def _noted(self, work: CleanupWork) -> NoteState:
         if self._notes is None:
-            return False
+            return NoteState.NONE
         try:
-            return self._notes.noted(work.source_event_id)
+            return self._notes.state(work.source_event_id)
         except OSError as failed:
             logger.warning("deletion notes unreadable", extra={"code": type(failed).__name__})
-            return False
+            return NoteState.NONE
 
     def _mark(self, work: CleanupWork, rows: list[RowRef]) -> OutcomeEvent:
         if not rows:

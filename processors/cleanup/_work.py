@@ -35,6 +35,9 @@ class CleanupWork(BaseModel):
     attempt: int = Field(default=0, ge=0)
     # Why it was last parked (a short code), when it was.
     park_reason: str | None = None
+    # A delete for this expiry was sent by an earlier attempt (its answer unknown, or not the last):
+    # a 404 now is this processor's delete (see `processors.cleanup._notes`), on whichever host.
+    delete_sent: bool = False
 
     @property
     def context(self) -> RecordContext:

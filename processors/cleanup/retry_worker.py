@@ -6,8 +6,13 @@ the row. Work that still cannot finish is re-sent as a new message (attempt + 1,
 `cleanup.parked` outcome is recorded. A message is deleted only after its outcomes were handed to the sink
 and, when given, `flush_outcomes` returned: a crash in between redelivers it, and a redelivery is safe
 (a step's outcome id is deterministic per attempt and a final outcome's per expiry, so the redelivery
-replaces what it repeats; a repeat delete answers 404, which is success, and the deletion notes still
-report it as this processor's delete).
+replaces what it repeats; a repeat delete answers 404, which is success).
+
+A 404 is reported as this processor's delete (`cleanup.deleted`, detail `earlier_attempt`) when a delete
+of the expiry was sent before: the deletion notes (written before every request, on the host's state
+directory, shared with the consumer) say so, or the parked work does (`delete_sent`, set by whichever
+attempt sent one, so the rule holds for a worker on another host too). A redelivered message carries the
+`delete_sent` of its first receipt; its own attempt's delete was noted before it was sent.
 
 A message the worker cannot read is left alone: after the queue's `maxReceiveCount` receives, SQS moves it
 to the dead-letter queue.
@@ -146,7 +151,7 @@ class RetryWorker:
 
         outcomes: list[OutcomeEvent] = []
         done: list[dict[str, Any]] = []
-        to_repark: list[tuple[dict[str, Any], CleanupWork, str]] = []
+        to_repark: list[tuple[dict[str, Any], CleanupWork, str, bool]] = []
         finished = 0
         for (message, _work), (work, result) in zip(parsed, results, strict=True):
             outcomes.extend(result.outcomes)
@@ -154,20 +159,26 @@ class RetryWorker:
                 done.append(message)
                 finished += 1
             else:
-                to_repark.append((message, work, result.park_reason))
+                to_repark.append((message, work, result.park_reason, result.delete_sent))
         codes = park_many(
             self._sqs,
             self._queue_url,
             [
                 (
-                    work.model_copy(update={"attempt": work.attempt + 1, "park_reason": reason}),
+                    work.model_copy(
+                        update={
+                            "attempt": work.attempt + 1,
+                            "park_reason": reason,
+                            "delete_sent": work.delete_sent or sent,
+                        }
+                    ),
                     self.repark_delay(work.attempt),
                 )
-                for _message, work, reason in to_repark
+                for _message, work, reason, sent in to_repark
             ],
         )
         reparked = kept = 0
-        for (message, work, reason), code in zip(to_repark, codes, strict=True):
+        for (message, work, reason, _sent), code in zip(to_repark, codes, strict=True):
             if code is None:
                 outcomes.append(make_outcome(self._clock, work, OutcomeKind.CLEANUP_PARKED, reason))
                 done.append(message)

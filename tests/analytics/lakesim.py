@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from analytics.lake import Lake, LakeHandler
+from config import LakeSettings
 from pipeline.events import ChangeKind, StreamEvent, StreamPosition, UnknownItemChanged
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import ItemKind, cancellation_key, entitlement_key, stale_key
@@ -210,6 +212,17 @@ class TableSim:
                         "processorToken": self.token(),
                     }
                 )
+
+
+def land(lake: Lake, sim: TableSim, *, flush_rows: int) -> None:
+    """Land `sim`'s events, then its outcomes, through the lake's own handler (a file every `flush_rows`
+    rows), and flush."""
+    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
+    for event in sim.events:
+        handler.add(event)
+    for outcome in sim.outcomes:
+        handler.add_outcome(outcome)
+    handler.flush()
 
 
 def replay(

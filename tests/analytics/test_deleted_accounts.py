@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
+from functools import partial
 
-from analytics import AnalyticsLakeEraser, LakeDeletedAccounts, LakeHandler
+from analytics import AnalyticsLakeEraser, LakeDeletedAccounts
 from analytics.lake import Lake
-from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from schema.outcomes import OutcomeKind
+from tests.support.outcomes import cleanup_outcome, land_outcomes
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def _outcome(kind: OutcomeKind, user: str, account: str) -> OutcomeEvent:
-    event_id = uuid.uuid4().hex
-    return OutcomeEvent(
-        outcome_id=outcome_id(event_id, kind),
-        kind=kind,
-        occurred_at=NOW,
-        user_id=user,
-        array_account_id=account,
-        source_event_id=event_id,
-    )
-
-
-def _land(lake: Lake, *outcomes: OutcomeEvent) -> None:
-    handler = LakeHandler(lake)
-    for outcome in outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_outcome = partial(cleanup_outcome, occurred_at=NOW)
 
 
 def test_each_account_cleanup_deleted_is_listed_once(lake: Lake) -> None:
-    _land(
+    land_outcomes(
         lake,
         _outcome(OutcomeKind.CLEANUP_DELETED, "u1", "acct-1"),
         _outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, "u2", "acct-2"),
@@ -44,7 +29,7 @@ def test_each_account_cleanup_deleted_is_listed_once(lake: Lake) -> None:
 
 
 def test_the_account_of_a_user_being_erased_is_not_listed(lake: Lake) -> None:
-    _land(
+    land_outcomes(
         lake,
         _outcome(OutcomeKind.CLEANUP_DELETED, "u1", "acct-1"),
         _outcome(OutcomeKind.CLEANUP_DELETED, "u2", "acct-2"),

@@ -4,24 +4,17 @@ applies by itself."""
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
-from analytics.lake import Lake, LakeHandler
+from analytics.lake import Lake
 from analytics.lake._mask import MASK_PATH
-from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
-from tests.analytics.lakesim import TableSim
+from tests.analytics.lakesim import TableSim, land
 
-
-def _land(lake: Lake, sim: TableSim) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=30))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=30)
 
 
 def _count(con: object, user_id: str) -> int:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -29,21 +30,14 @@ from analytics.views import (
     variables_sql,
     views_read_by,
 )
-from config import LakeSettings
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
 from tests.analytics.lake.delta_files import data_files
-from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, replay, state_rows
+from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, land, replay, state_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _land(lake: Lake, sim: TableSim, flush_rows: int = 30) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=30)
 
 
 def test_every_view_answers_on_an_empty_lake(lake: Lake) -> None:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devstack import _moto_patches
 from devstack.ttl_emulator import (
     TTL_IDENTITY,
     TtlEmulator,
@@ -212,6 +213,87 @@ def test_every_table_with_ttl_is_scanned_when_none_is_named(dynamodb: Any) -> No
     # A clock at the epoch's second 2: only the ttl of 1 has passed, and nothing else anywhere has.
     TtlEmulator(FixedClock(datetime.fromtimestamp(2, UTC))).run_once()
     assert [exists(dynamodb, d, "CLEANUP#STALE#a") for d in tables] == [False, False]
+
+
+def test_after_the_first_pass_a_pass_reads_only_what_is_due_not_the_table(
+    dynamodb: Any, table: TableDescription, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(dynamodb, table, "CLEANUP#LATER#a", {"N": str(NOW_EPOCH + 3600)})
+    emulate(table)  # builds the table's index with one scan
+
+    def no_scan(table: object) -> list[object]:
+        raise AssertionError("the pass scanned the table")
+
+    monkeypatch.setattr(_moto_patches, "_table_items", no_scan)
+    put(dynamodb, table, "CLEANUP#STALE#a", {"N": str(NOW_EPOCH - 1)})
+    assert (emulate(table), exists(dynamodb, table, "CLEANUP#LATER#a")) == (1, True)
+
+
+def test_an_item_whose_ttl_moved_later_is_kept_when_its_old_time_passes(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    put(dynamodb, table, "CLEANUP#MOVED#a", {"N": str(NOW_EPOCH + 60)})
+    emulate(table)
+    dynamodb.update_item(
+        TableName=table.table_name,
+        Key={"pk": {"S": "USER#ttl"}, "sk": {"S": "CLEANUP#MOVED#a"}},
+        UpdateExpression="SET #ttl = :later",
+        ExpressionAttributeNames={"#ttl": "ttl"},
+        ExpressionAttributeValues={":later": {"N": str(NOW_EPOCH + 3600)}},
+    )
+    emulate(table, NOW + timedelta(seconds=120))
+    kept = exists(dynamodb, table, "CLEANUP#MOVED#a")
+    emulate(table, NOW + timedelta(seconds=3601))
+    assert (kept, exists(dynamodb, table, "CLEANUP#MOVED#a")) == (True, False)
+
+
+def test_a_ttl_set_by_an_update_after_the_first_pass_is_expired(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    put(dynamodb, table, "CLEANUP#UPDATED#a", None)
+    emulate(table)
+    dynamodb.update_item(
+        TableName=table.table_name,
+        Key={"pk": {"S": "USER#ttl"}, "sk": {"S": "CLEANUP#UPDATED#a"}},
+        UpdateExpression="SET #ttl = :past",
+        ExpressionAttributeNames={"#ttl": "ttl"},
+        ExpressionAttributeValues={":past": {"N": str(NOW_EPOCH - 1)}},
+    )
+    emulate(table)
+    assert not exists(dynamodb, table, "CLEANUP#UPDATED#a")
+
+
+def test_a_ttl_written_in_a_transaction_after_the_first_pass_is_expired(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    emulate(table)
+    dynamodb.transact_write_items(
+        TransactItems=[
+            {
+                "Put": {
+                    "TableName": table.table_name,
+                    "Item": {
+                        "pk": {"S": "USER#ttl"},
+                        "sk": {"S": "CLEANUP#TX#a"},
+                        "ttl": {"N": str(NOW_EPOCH - 1)},
+                    },
+                }
+            }
+        ]
+    )
+    emulate(table)
+    assert not exists(dynamodb, table, "CLEANUP#TX#a")
+
+
+def test_an_item_deleted_by_the_api_before_its_ttl_passes_is_not_counted(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    put(dynamodb, table, "CLEANUP#GONE#a", {"N": str(NOW_EPOCH + 60)})
+    emulate(table)
+    dynamodb.delete_item(
+        TableName=table.table_name, Key={"pk": {"S": "USER#ttl"}, "sk": {"S": "CLEANUP#GONE#a"}}
+    )
+    assert emulate(table, NOW + timedelta(seconds=120)) == 0
 
 
 def test_the_pinned_moto_is_supported() -> None:

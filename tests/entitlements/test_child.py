@@ -11,9 +11,9 @@ CANARY = "canary-7f3a-secret-value"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_mistyped_secret_stops_the_child_with_the_field_and_never_the_value() -> None:
-    environ = {**os.environ, "ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS": CANARY}
-    done = subprocess.run(
+def _run_child(environ: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """The child started as the daemon starts it, with nothing on its stdin."""
+    return subprocess.run(
         [sys.executable, "-m", "entitlements.child"],
         cwd=REPO,
         env=environ,
@@ -22,6 +22,11 @@ def test_a_mistyped_secret_stops_the_child_with_the_field_and_never_the_value() 
         timeout=120,
         check=False,
     )
+
+
+def test_a_mistyped_secret_stops_the_child_with_the_field_and_never_the_value() -> None:
+    environ = {**os.environ, "ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS": CANARY}
+    done = _run_child(environ)
     assert (done.returncode, done.stdout) == (2, b"")
     assert b"ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS: float_parsing" in done.stderr
     assert CANARY.encode() not in done.stderr
@@ -51,14 +56,6 @@ def test_a_child_whose_retry_queue_is_missing_stops_naming_the_setup_command(
         "ENTITLEMENTS_CONSUMER__STREAM_ARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
         "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "entitlements.child"],
-        cwd=REPO,
-        env=environ,
-        input=b"",
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    done = _run_child(environ)
     assert (done.returncode, done.stdout) == (2, b"")
     assert b"run `entitlements cleanup setup` first" in done.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -136,3 +138,10 @@ def test_the_cleanup_clients_keep_each_call_inside_the_flush_budget(
     assert {(c.connect_timeout, c.read_timeout) for c in configs} == {
         (bounds["connect_timeout"], bounds["read_timeout"])
     }
+
+
+def test_importing_the_composition_root_leaves_the_web_framework_unimported() -> None:
+    # The KCL child imports the composition root and never serves: it must not pay for FastAPI.
+    probe = "import sys, entitlements.compose; print(sorted({'fastapi', 'uvicorn'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -25,13 +25,18 @@ EXPECTED_FOR_PLANTED_FAULTS = {
 
 def small_demo(tmp_path: Path, *, faults: bool) -> DemoResult:
     options = DemoOptions(
-        state_dir=tmp_path / "demo", users=60, operations=400, rate=300, faults=faults, seed=11
+        state_dir=tmp_path / "demo", users=60, operations=400, rate=300, faults=faults, seed=11, races=2
     )
     return run_demo(options, progress=lambda line: None)
 
 
-def test_the_demo_audit_finds_exactly_the_planted_faults(tmp_path: Path) -> None:
-    result = small_demo(tmp_path, faults=True)
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    return small_demo(tmp_path_factory.mktemp("faulty"), faults=True)
+
+
+def test_the_demo_audit_finds_exactly_the_planted_faults(faulty: DemoResult) -> None:
+    result = faulty
     failing = {r.name: r.count for r in result.audit.results if r.count}
     assert set(failing) == set(EXPECTED_FOR_PLANTED_FAULTS)
     assert failing["cleanup_ttl_not_actionable"] == 2
@@ -45,3 +50,17 @@ def test_a_clean_demo_run_has_no_findings(tmp_path: Path) -> None:
     assert [r.name for r in result.audit.results if r.count] == []
     assert result.outcomes_by_kind.get("cleanup.deleted", 0) > 0
     assert result.outcomes_by_kind.get("cleanup.deleted") == result.outcomes_by_kind.get("cleanup.row_marked")
+
+
+def test_each_forced_race_is_refused_by_save_if_active_and_recorded(faulty: DemoResult) -> None:
+    races = faulty.races
+    assert (races.relink_vs_second_signup, races.relink_vs_cancellation) == ({"404": 2}, {"404": 2})
+    assert faulty.outcomes_by_kind.get("link.not_active", 0) >= 4
+
+
+def test_the_forced_race_through_the_unguarded_write_overwrites_one_row(faulty: DemoResult) -> None:
+    assert (faulty.races.unguarded_stale_put, faulty.races.overwritten_rows) == ({"200": 1}, 1)
+
+
+def test_the_same_account_again_writes_nothing(faulty: DemoResult) -> None:
+    assert faulty.races.same_account_again == {"200": 1}

@@ -1,12 +1,17 @@
-"""pipeline/daemon.py: the launcher JVM's spec, built from the settings (no JVM started here)."""
+"""pipeline/daemon.py: the launcher JVM's spec and properties, the worker id and the supervisor's backoff
+(no JVM started here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 from pathlib import Path
 
-from config import load_settings
-from pipeline.daemon import DaemonSpec
+import pytest
+
+from config import load_settings, settings_environment
+from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties, stable_worker_id, supervise
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
 
@@ -25,3 +30,104 @@ def test_the_work_folder_and_the_launcher_properties_are_owner_only(tmp_path: Pa
         0o700,
         0o600,
     )
+
+
+def test_a_restarted_consumer_keeps_its_worker_id(tmp_path: Path) -> None:
+    assert stable_worker_id("host-a", tmp_path / "state") == stable_worker_id("host-a", tmp_path / "state")
+
+
+def test_two_consumers_with_their_own_state_folders_get_distinct_worker_ids(tmp_path: Path) -> None:
+    assert stable_worker_id("host-a", tmp_path / "one") != stable_worker_id("host-a", tmp_path / "two")
+
+
+def test_the_launcher_properties_carry_the_worker_metrics_reporter_timings() -> None:
+    settings = load_settings(consumer={"worker_metrics_capture_ms": 200, "worker_metrics_report_ms": 4000})
+    properties = launcher_properties(settings, stream_arn=STREAM, worker_id="w1", child_command="child")
+    assert {
+        "inMemoryWorkerMetricsCaptureFrequencyMillis = 200",
+        "workerMetricsReporterFreqInMillis = 4000",
+    } <= set(properties.splitlines())
+
+
+def test_a_run_has_delivered_once_a_shard_stats_file_is_written_after_its_start(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path / "state", "java": "true"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    jar = tmp_path / "launcher.jar"
+    jar.touch()
+    daemon = KclDaemon(dataclasses.replace(spec, launcher_jar=jar))
+    stats = tmp_path / "state" / "stats"
+    stats.mkdir(parents=True)
+    (stats / "shard-old.json").write_text("{}")
+    os.utime(stats / "shard-old.json", ns=(0, 0))
+    daemon.start()
+    daemon.wait()
+    before = daemon.delivered()
+    (stats / "shard-1.json").write_text("{}")
+    assert (before, daemon.delivered()) == (False, True)
+
+
+class _ExitingDaemon:
+    """A daemon that exits as soon as it starts; `deliveries[i]` says whether run i delivered records."""
+
+    def __init__(self, deliveries: list[bool]) -> None:
+        self.deliveries = deliveries
+        self.runs = 0
+
+    @property
+    def running(self) -> bool:
+        return False
+
+    def start(self) -> None:
+        self.runs += 1
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 1
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        return 1
+
+    def delivered(self) -> bool:
+        return self.deliveries[self.runs - 1]
+
+
+class _RecordingStop(threading.Event):
+    """Records each backoff the supervisor waits, and stops it after `restarts` of them."""
+
+    def __init__(self, restarts: int) -> None:
+        super().__init__()
+        self.restarts = restarts
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert timeout is not None
+        self.waits.append(timeout)
+        if len(self.waits) >= self.restarts:
+            self.set()
+        return self.is_set()
+
+
+def test_the_restart_backoff_doubles_while_runs_deliver_nothing() -> None:
+    stop = _RecordingStop(restarts=4)
+    supervise(_ExitingDaemon([False] * 5), stop)
+    assert stop.waits == [1.0, 2.0, 4.0, 8.0]
+
+
+def test_the_restart_backoff_resets_once_a_run_has_delivered_records() -> None:
+    stop = _RecordingStop(restarts=5)
+    supervise(_ExitingDaemon([False, False, True, False, False]), stop)
+    assert stop.waits == [1.0, 2.0, 1.0, 2.0, 4.0]
+
+
+def test_the_launcher_jvm_gets_the_configured_options(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path, "java_options": "-Xss1m -XX:+UseSerialGC"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert spec.java_options == ("-Xss1m", "-XX:+UseSerialGC")
+
+
+def test_the_consumer_settings_rebuild_from_the_environment_a_child_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path})
+    for name, value in settings_environment(settings).items():
+        monkeypatch.setenv(name, value)
+    assert load_settings().consumer == settings.consumer

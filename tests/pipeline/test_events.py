@@ -14,6 +14,7 @@ from pipeline.events import (
     EventType,
     StreamPosition,
     UnknownItemChanged,
+    is_sequence_number,
     sortable_sequence,
 )
 from schema.table import ItemKind
@@ -70,3 +71,8 @@ def test_events_are_frozen_and_copied_with_replace() -> None:
 
     assert (event.event_id, copy.event_id) == ("e-1", "e-2")
     assert copy.position == event.position
+
+
+def test_a_sequence_number_is_one_to_48_ascii_decimal_digits() -> None:
+    assert [is_sequence_number(v) for v in ("1", "9" * 48)] == [True, True]
+    assert [is_sequence_number(v) for v in ("", "9" * 49, "12a", "١٢", 12, None)] == [False] * 6

@@ -4,8 +4,6 @@ lake exactly once and dead-letters nothing."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from analytics import lake_from_settings
 from analytics.views import connect
 from entitlements.commands._stores import Stores, build_recovery
 from tests.support.kcl import dynamodb, running_consumer, stream_contents
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -29,15 +28,6 @@ def row(user: str, **extra: dict[str, str]) -> dict[str, dict[str, str]]:
         "status": {"S": "Active"},
         **extra,
     }
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
 
 
 def test_a_poison_record_in_a_window_parked_by_a_failing_lake_never_stops_its_replay(
@@ -74,7 +64,9 @@ def test_a_poison_record_in_a_window_parked_by_a_failing_lake_never_stops_its_re
             }
 
         good_sequences = {r["dynamodb"]["SequenceNumber"] for r in stream if r["eventID"] in good}
-        wait_until(lambda: stores.quarantine.count() == 1 and parked_for_the_lake() >= good_sequences)
+        wait_for(
+            lambda: stores.quarantine.count() == 1 and parked_for_the_lake() >= good_sequences, timeout=240
+        )
         consumer.stop_all()
 
     blocker.unlink()

@@ -28,7 +28,6 @@ from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
 from devstack.ttl_emulator import TTL_IDENTITY, TtlEmulator
-from pipeline.clock import SystemClock
 from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus
@@ -39,6 +38,7 @@ from tests.support.kcl import (
     python_children,
     running_consumer,
     stream_contents,
+    ttl_emulator,
 )
 
 pytestmark = pytest.mark.kcl
@@ -72,15 +72,9 @@ def crash_stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[CrashStack]
             tmp_path,
             array={"base_url": array.url, "retry_budget_seconds": 5.0, "max_attempts": 2},
         ) as consumer,
+        ttl_emulator(moto_server, consumer) as emulator,
     ):
-        emulator = TtlEmulator(
-            SystemClock(),
-            interval_seconds=0.2,
-            lock=moto_server.dynamodb_lock,
-            table_names=[consumer.settings.consumer.table_name],
-        )
-        with emulator:
-            yield CrashStack(consumer, array, emulator, endpoint)
+        yield CrashStack(consumer, array, emulator, endpoint)
 
 
 def put_load_row(table: Any, table_name: str, i: int) -> None:

@@ -3,7 +3,6 @@ stops the child instead of letting kclpy swallow it."""
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import logging
@@ -21,6 +20,7 @@ from pipeline.quarantine import Quarantine
 from pipeline.record_processor import EXIT_CODE_CRASH, KclRecordProcessor
 from pipeline.shard_consumer import CommitPolicy, ShardConsumer
 from tests.pipeline._consumer_fakes import STREAM
+from tests.support.multilang import daemon_lines
 
 RECORD = {
     "eventID": "e-1",
@@ -45,34 +45,21 @@ RECORD = {
 }
 
 
-def daemon_lines(records: list[bytes]) -> str:
-    """What the MultiLangDaemon writes to the child: initialize, one batch, a checkpoint answer, shutdown."""
-    batch = [
-        {
-            "action": "record",
-            "data": base64.b64encode(data).decode(),
-            "partitionKey": str(100 + i),
-            "sequenceNumber": str(100 + i),
-            "subSequenceNumber": 0,
-            "approximateArrivalTimestamp": 1796033513579,
-        }
-        for i, data in enumerate(records)
-    ]
-    messages = [
-        {"action": "initialize", "shardId": "shardId-1", "sequenceNumber": "0", "subSequenceNumber": 0},
-        {"action": "processRecords", "records": batch, "millisBehindLatest": 0},
-        {
-            "action": "checkpoint",
-            "sequenceNumber": str(99 + len(records)),
-            "subSequenceNumber": 0,
-            "error": None,
-        },
-        {"action": "shutdownRequested"},  # nothing is pending then, so no second checkpoint
-    ]
-    return "".join(json.dumps(m) + "\n" for m in messages)
+def answering_the_checkpoint_with(error: str, lines: str) -> str:
+    """The daemon's lines, its answer to the child's checkpoint reporting `error` (a KCL exception name)."""
+    messages = [json.loads(line) for line in lines.splitlines()]
+    for message in messages:
+        if message["action"] == "checkpoint":
+            message["error"] = error
+    return "".join(json.dumps(message) + "\n" for message in messages)
 
 
-def run_child(tmp_path: Path, records: list[bytes], handlers: HandlerRegistry) -> list[dict[str, object]]:
+def run_child(
+    tmp_path: Path,
+    records: list[bytes],
+    handlers: HandlerRegistry,
+    checkpoint_error: str | None = None,
+) -> list[dict[str, object]]:
     consumer = ShardConsumer(
         stream_arn=STREAM,
         handlers=handlers,
@@ -82,10 +69,13 @@ def run_child(tmp_path: Path, records: list[bytes], handlers: HandlerRegistry) -
         dead_letters=DeadLetters(tmp_path / "d"),
         commit=CommitPolicy(every_records=len(records), interval_seconds=3600),
     )
+    lines = daemon_lines(records)
+    if checkpoint_error is not None:
+        lines = answering_the_checkpoint_with(checkpoint_error, lines)
     out = io.StringIO()
     process = kcl.KCLProcess(
         KclRecordProcessor(consumer),
-        input_file=io.StringIO(daemon_lines(records)),
+        input_file=io.StringIO(lines),
         output_file=out,
         error_file=io.StringIO(),
     )
@@ -124,4 +114,20 @@ def test_an_unexpected_error_ends_the_child_without_a_checkpoint(tmp_path: Path)
     registry.register(Exploding())
     with pytest.raises(SystemExit) as stopped:
         run_child(tmp_path, [json.dumps(RECORD).encode()], registry)
+    assert stopped.value.code == EXIT_CODE_CRASH
+
+
+def test_a_checkpoint_refused_for_a_lost_lease_leaves_the_child_running(tmp_path: Path) -> None:
+    registry = HandlerRegistry()
+    registry.register(JournalHandler(tmp_path / "journal.jsonl"))
+    lines = run_child(tmp_path, [json.dumps(RECORD).encode()], registry, "ShutdownException")
+    # It answered the rest of the daemon's messages, and shut down without checkpointing again.
+    assert [line["action"] for line in lines] == ["status", "checkpoint", "status", "status"]
+
+
+def test_any_other_refused_checkpoint_ends_the_child(tmp_path: Path) -> None:
+    registry = HandlerRegistry()
+    registry.register(JournalHandler(tmp_path / "journal.jsonl"))
+    with pytest.raises(SystemExit) as stopped:
+        run_child(tmp_path, [json.dumps(RECORD).encode()], registry, "InvalidStateException")
     assert stopped.value.code == EXIT_CODE_CRASH

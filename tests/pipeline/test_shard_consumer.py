@@ -3,6 +3,7 @@ handled, quarantined, dead-lettered or parked."""
 
 from __future__ import annotations
 
+import logging
 import stat
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pipeline.events import EventType
 from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import ConsumerCrash, ShardConsumer
+from pipeline.shard_consumer import ConsumerCrash, LeaseLost, ShardConsumer
 from schema.errors import RecordContext, RetryableError, TerminalError
 from tests.pipeline._consumer_fakes import (
     STREAM,
@@ -185,6 +186,16 @@ def test_a_failed_add_parks_that_handlers_whole_window_and_only_its_own(tmp_path
     assert log[-1] == "checkpoint:102"
 
 
+def test_a_retryable_flush_failure_that_says_park_now_is_parked_without_a_retry(tmp_path: Path) -> None:
+    log: list[str] = []
+    handler = Recorder("cleanup", log, failures=[RetryableError("queue did not answer", park_now=True)])
+    consumer = make_consumer(tmp_path, handler)
+    consumer.process(records("e1"), lambda seq: log.append("checkpoint"))
+    assert log == ["flush:cleanup", "discard:cleanup", "checkpoint"]
+    [batch] = list(ParkedWork(tmp_path / "parked"))
+    assert (batch.handler, [r.data for r in batch.records]) == ("cleanup", [b"e1"])
+
+
 def test_exhausted_retries_park_the_work(tmp_path: Path) -> None:
     handler = Recorder("a", failures=[RetryableError("x")] * 10)
     consumer = make_consumer(tmp_path, handler)
@@ -287,6 +298,31 @@ def test_failed_checkpoint_stops_the_consumer(tmp_path: Path) -> None:
     consumer = make_consumer(tmp_path, Recorder("a"))
     with pytest.raises(ConsumerCrash):
         consumer.process(records("e1"), refuse)
+
+
+def refused_for_the_lease(seq: str | None) -> None:
+    raise LeaseLost("checkpoint refused: the lease is held by another worker")
+
+
+def test_a_checkpoint_refused_for_a_lost_lease_ends_the_shard_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="pipeline.shard_consumer")
+    consumer = make_consumer(tmp_path, Recorder("a"))
+    consumer.process(records("e1"), refused_for_the_lease)
+    [line] = [r for r in caplog.records if "lease lost" in r.getMessage()]
+    assert (line.levelno, getattr(line, "shard", None)) == (logging.INFO, "shardId-1")
+
+
+def test_after_a_lease_lost_at_checkpoint_the_shards_later_records_are_not_checkpointed(
+    tmp_path: Path,
+) -> None:
+    log: list[str] = []
+    consumer = make_consumer(tmp_path, Recorder("a", log))
+    consumer.process(records("e1"), refused_for_the_lease)
+    consumer.process(records("e2"), lambda seq: log.append(f"checkpoint:{seq}"))
+    consumer.shard_ended(lambda seq: log.append(f"checkpoint:{seq}"))
+    assert log == ["flush:a"]  # the first window's flush; nothing after it is taken or checkpointed
 
 
 def test_a_store_that_cannot_be_written_stops_the_consumer_before_any_checkpoint(tmp_path: Path) -> None:

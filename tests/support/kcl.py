@@ -15,7 +15,10 @@ import boto3
 import psutil
 
 from config import Settings, load_settings
+from devstack.moto_server import MotoServer
+from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
+from pipeline.clock import Clock, SystemClock
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
 
@@ -52,14 +55,19 @@ def consumer_settings(endpoint: str, table_name: str, state_dir: Path, **overrid
     )
 
 
-def dynamodb(endpoint: str) -> Any:
+def aws_client(endpoint: str, service: str) -> Any:
+    """A client of `service` on the moto server at `endpoint`, with botocore's default retries."""
     return boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=endpoint,
         region_name="eu-west-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
+
+
+def dynamodb(endpoint: str) -> Any:
+    return aws_client(endpoint, "dynamodb")
 
 
 def new_table(endpoint: str) -> tuple[str, str]:
@@ -136,15 +144,22 @@ def running_consumer(
         consumer.stop_all()
 
 
+def ttl_emulator(
+    moto_server: MotoServer, consumer: RunningConsumer, clock: Clock | None = None
+) -> TtlEmulator:
+    """DynamoDB's TTL on the consumer's table (a sweep every 0.2 s under moto's lock), on `clock` (the
+    real clock by default); not started: use it in a `with`."""
+    return TtlEmulator(
+        SystemClock() if clock is None else clock,
+        interval_seconds=0.2,
+        lock=moto_server.dynamodb_lock,
+        table_names=[consumer.settings.consumer.table_name],
+    )
+
+
 def stream_contents(endpoint: str, stream_arn: str) -> list[dict[str, Any]]:
     """Every record the stream holds, read back from the stream itself (not from what a test wrote)."""
-    streams = boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    streams = aws_client(endpoint, "dynamodbstreams")
     records: list[dict[str, Any]] = []
     shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
     for shard in shards:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
-
-from tests.support.kcl import dynamodb
+from tests.support.kcl import aws_client, dynamodb
 
 
 def checkpoints(endpoint: str, application_name: str) -> dict[str, str]:
@@ -39,13 +37,7 @@ def checkpointed_past(endpoint: str, application_name: str, shard_id: str, seque
 
 def only_shard(endpoint: str, stream_arn: str) -> str:
     """The id of the stream's one shard (a new moto stream has one)."""
-    streams = boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    streams = aws_client(endpoint, "dynamodbstreams")
     shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
     assert len(shards) == 1
     return str(shards[0]["ShardId"])

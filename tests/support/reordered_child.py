@@ -14,6 +14,7 @@ import sys
 
 from config import Settings
 from entitlements import child, compose
+from pipeline._files import write_private_file
 from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties
 from pipeline.handlers import HandlerRegistry
 from tests.support.kcl import REPO, RunningConsumer
@@ -54,14 +55,13 @@ def start_reordered_worker(consumer: RunningConsumer, order: str, worker_id: str
         worker_id=worker_id,
         work_dir=settings.consumer.state_dir / "daemon",
     )
-    spec.properties_path.write_text(
-        launcher_properties(
-            settings,
-            stream_arn=consumer.stream_arn,
-            worker_id=worker_id,
-            child_command=f"{sys.executable} -m tests.support.reordered_child",
-        )
+    properties = launcher_properties(
+        settings,
+        stream_arn=consumer.stream_arn,
+        worker_id=worker_id,
+        child_command=f"{sys.executable} -m tests.support.reordered_child",
     )
+    write_private_file(spec.properties_path, properties.encode())
     environment = {**spec.environment, ORDER_VARIABLE: order, "PYTHONPATH": str(REPO)}
     daemon = KclDaemon(dataclasses.replace(spec, environment=environment))
     daemon.start()

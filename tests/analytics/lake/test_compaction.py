@@ -3,6 +3,8 @@ the views, snapshots and exactly-once are unchanged, and a purge that overlaps i
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from deltalake.exceptions import CommitFailedError, DeltaError
 
@@ -22,16 +24,9 @@ from analytics.lake.compaction import tier_target
 from analytics.views import connect
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
-from tests.analytics.lakesim import TableSim, replay, state_rows
+from tests.analytics.lakesim import TableSim, land, replay, state_rows
 
-
-def _land(lake: Lake, sim: TableSim, flush_rows: int = 10) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=10)
 
 
 def _partitions(paths: list[str]) -> set[str]:

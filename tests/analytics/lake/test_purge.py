@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from analytics.lake import Lake, LakeHandler, purge_users, read_snapshot, snapshot, snapshot_as_of
+from functools import partial
+
+from analytics.lake import Lake, purge_users, read_snapshot, snapshot, snapshot_as_of
 from analytics.views import connect
-from config import LakeSettings
-from tests.analytics.lakesim import TableSim, replay, state_rows
+from tests.analytics.lakesim import TableSim, land, replay, state_rows
 
-
-def _land(lake: Lake, sim: TableSim) -> None:
-    handler = LakeHandler(lake, LakeSettings(flush_rows=25))
-    for event in sim.events:
-        handler.add(event)
-    for outcome in sim.outcomes:
-        handler.add_outcome(outcome)
-    handler.flush()
+_land = partial(land, flush_rows=25)
 
 
 def _count(lake: Lake, sql: str) -> int:

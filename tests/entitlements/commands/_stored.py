@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,34 +12,20 @@ from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
 from tests.pipeline._consumer_fakes import STREAM
+from tests.support.stream_records import insert
 
 
 def stream_record(event_id: str, seq: str = "100", user: str = "u1") -> bytes:
     """An entitlement's INSERT as the adapter delivers it; an id starting `poison` is refused by the
     tests' `Recorder` handlers."""
-    return json.dumps(
-        {
-            "eventID": event_id,
-            "eventName": "INSERT",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": 1796033513579,
-                "Keys": {"pk": {"S": f"USER#{user}"}, "sk": {"S": "ENTITLEMENT#a1"}},
-                "NewImage": {
-                    "pk": {"S": f"USER#{user}"},
-                    "sk": {"S": "ENTITLEMENT#a1"},
-                    "userId": {"S": user},
-                    "arrayAccountId": {"S": "a1"},
-                    "status": {"S": "Active"},
-                },
-                "SequenceNumber": seq,
-                "SizeBytes": 100,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-        }
-    ).encode()
+    row = {
+        "pk": {"S": f"USER#{user}"},
+        "sk": {"S": "ENTITLEMENT#a1"},
+        "userId": {"S": user},
+        "arrayAccountId": {"S": "a1"},
+        "status": {"S": "Active"},
+    }
+    return insert(row, event_id=event_id, sequence_number=seq, created_at_ms=1796033513579)
 
 
 class StateDir:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from schema.table import EntitlementStatus
 from tests.entitlements.commands._stored import StateDir, stream_record, use_handlers
 from tests.pipeline._consumer_fakes import STREAM, Recorder, registry_of
 from tests.support.dynamodb import REGION, client, unique_table_name
+from tests.support.stream_records import ttl_removal
 
 runner = CliRunner()
 
@@ -92,24 +92,9 @@ def test_consumer_status_counts_the_stores(state: StateDir) -> None:
 def ttl_expiry(user: str, account: str, *, event_id: str, seq: str, now: datetime) -> bytes:
     """DynamoDB's TTL removing the user's cancellation record, as the adapter delivers it."""
     old = writes.cancellation_record(user, account, ttl={"N": str(int(now.timestamp()) - 86_400)}, now=now)
-    return json.dumps(
-        {
-            "eventID": event_id,
-            "eventName": "REMOVE",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": int(now.timestamp() * 1000),
-                "Keys": {"pk": old["pk"], "sk": old["sk"]},
-                "OldImage": old,
-                "SequenceNumber": seq,
-                "SizeBytes": 100,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-            "userIdentity": {"principalId": "dynamodb.amazonaws.com", "type": "Service"},
-        }
-    ).encode()
+    return ttl_removal(
+        old, event_id=event_id, sequence_number=seq, created_at_ms=int(now.timestamp() * 1000), size_bytes=100
+    )
 
 
 def test_replaying_a_parked_cleanup_batch_deletes_the_accounts_and_lands_their_outcomes(

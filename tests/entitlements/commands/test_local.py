@@ -77,12 +77,14 @@ class Running:
 
 def start_local_up(tmp: Path) -> Running:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITLEMENTS_")}
+    env["ENTITLEMENTS_LAKE__ROOT"] = str(tmp / "lake")
+    env["ENTITLEMENTS_CONSUMER__STATE_DIR"] = str(tmp / "state")
     env_file, stdout = tmp / "local.env", tmp / "stdout.txt"
     with stdout.open("wb") as out:
         process = subprocess.Popen(
             [
                 sys.executable, "-c", "from entitlements.cli import main; main()",
-                "local", "up", "--clock-speed", "1000", "--env-file", str(env_file),
+                "local", "up", "--clock-speed", "1000", "--env-file", str(env_file), "--service-port", "0",
             ],
             env=env, stdout=out, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -180,3 +182,10 @@ def test_the_exports_point_the_array_and_transactions_settings_at_the_fakes(
         "http://127.0.0.1:1",
         "http://127.0.0.1:2",
     )
+
+
+def test_local_up_serves_the_entitlements_service_it_prints(running: Running) -> None:
+    printed = running.stdout.read_text()
+    line = next(line for line in printed.splitlines() if line.startswith("entitlements service: "))
+    url = line.removeprefix("entitlements service: ").split(" ", 1)[0]
+    assert httpx.get(f"{url}/stats", timeout=5).status_code == 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 from entitlements.cli import app
 from pipeline.tables import TableDescription, create_table
 from tests.support.dynamodb import REGION, items_of, unique_table_name
+from tests.support.local_world import World, local_world
 
 runner = CliRunner()
 START = datetime(2030, 6, 1, tzinfo=UTC)
@@ -115,3 +117,100 @@ def test_a_missing_table_fails_with_the_error_code_only(moto_endpoint: str) -> N
         1,
         "simulate failed: DynamoDB PutItem failed: ResourceNotFoundException",
     )
+
+
+# ---- --clients N: the workload through the service ---------------------------------------------------
+
+
+@pytest.fixture
+def world(moto_endpoint: str, table: TableDescription, tmp_path: Path) -> Iterator[World]:
+    with local_world(endpoint=moto_endpoint, table_name=table.table_name, state_dir=tmp_path) as running:
+        yield running
+
+
+def service_env(world: World, **extra: str) -> dict[str, str]:
+    return {
+        "ENTITLEMENTS_ARRAY__BASE_URL": world.array.url,
+        "ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL": world.transactions.url,
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(world.settings.consumer.state_dir),
+        "ENTITLEMENTS_LAKE__ROOT": world.settings.lake.root,
+        **extra,
+    }
+
+
+def test_with_clients_the_mix_goes_through_the_service_and_every_user_signs_up_first(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint, table, "--clients", "4", "--users", "6", "--operations", "40", "--seed", "2",
+        **service_env(world),
+    )  # fmt: skip
+    summary = json.loads(result.stdout)
+    assert (summary["mode"], summary["answers"]["signup"], world.array.call_count_of("create_user") >= 6) == (
+        "service",
+        {"201": 6},
+        True,
+    )
+
+
+def test_with_clients_the_service_counts_what_the_clients_sent(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint, table, "--clients", "3", "--operations", "30", "--seed", "4", **service_env(world)
+    )
+    summary = json.loads(result.stdout)
+    links = sum(summary["service_stats"]["outcomes"].values())
+    assert links == summary["operations"]["relink"]
+
+
+def test_faults_with_clients_are_planted_by_direct_writes_and_labelled_so(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint, table, "--clients", "2", "--operations", "10", "--faults", **service_env(world)
+    )
+    kinds = sorted(f["kind"] for f in json.loads(result.stdout)["planted_by_direct_write"])
+    assert kinds == ["failed_reactivation_delete", "millisecond_ttl", "string_ttl", "token_canary"]
+
+
+def test_unguarded_links_report_what_the_unconditional_put_overwrote(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint,
+        table,
+        "--clients",
+        "2",
+        "--operations",
+        "30",
+        "--unguarded-links",
+        **service_env(world),
+    )
+    assert set(json.loads(result.stdout)["unguarded_links"]) == {
+        "overwritten",
+        "overwritten_cancelled",
+        "recreated",
+        "unchanged",
+    }
+
+
+def test_unguarded_links_are_refused_when_an_endpoint_is_not_loopback(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    env = service_env(world, ENTITLEMENTS_ARRAY__BASE_URL="https://array.example.com")
+    result = invoke(moto_endpoint, table, "--clients", "2", "--unguarded-links", **env)
+    assert (result.exit_code, "array.base_url is not loopback" in result.stderr) == (1, True)
+
+
+def test_unguarded_links_need_the_in_process_service(moto_endpoint: str, table: TableDescription) -> None:
+    result = invoke(moto_endpoint, table, "--unguarded-links")
+    assert result.exit_code == 2
+
+
+def test_with_clients_the_printed_summary_holds_no_user_ids(
+    moto_endpoint: str, dynamodb: Any, table: TableDescription, world: World
+) -> None:
+    result = invoke(moto_endpoint, table, "--clients", "2", "--operations", "20", **service_env(world))
+    users = {item["userId"]["S"] for item in items_of(dynamodb, table.table_name)}
+    assert users and not any(user in result.stdout for user in users)

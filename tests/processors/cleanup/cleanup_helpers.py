@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from pipeline.events import ChangeKind, CleanupExpired, StreamPosition
 from schema.outcomes import OutcomeEvent, OutcomeKind
 from schema.table import CleanupRecord, ItemKind, cancellation_key, stale_key
+from tests.support.stream_records import ttl_removal
 
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/entitlements/stream/2026-01-01T00:00:00.000"
 SHARD_ID = "shardId-00000001700000000000-aaaaaaaa"
@@ -78,26 +78,7 @@ def expiry_record(user_id: str, account: str, *, event_id: str, sequence_number:
     """The stream record of a TTL removal of a stale-account record naming `account`, as the daemon hands
     it to the child (the adapter's shape: JSON, epoch milliseconds, lowercase `userIdentity`)."""
     key = {name: {"S": value} for name, value in stale_key(user_id, account).items()}
-    return json.dumps(
-        {
-            "eventID": event_id,
-            "eventName": "REMOVE",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": 1772366400000,
-                "Keys": key,
-                "OldImage": {
-                    **key,
-                    "userId": {"S": user_id},
-                    "arrayAccountId": {"S": account},
-                    "ttl": {"N": "1772366000"},
-                },
-                "SequenceNumber": sequence_number,
-                "SizeBytes": 120,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-            "userIdentity": {"principalId": "dynamodb.amazonaws.com", "type": "Service"},
-        }
-    ).encode()
+    old = {**key, "userId": {"S": user_id}, "arrayAccountId": {"S": account}, "ttl": {"N": "1772366000"}}
+    return ttl_removal(
+        old, event_id=event_id, sequence_number=sequence_number, created_at_ms=1772366400000, size_bytes=120
+    )

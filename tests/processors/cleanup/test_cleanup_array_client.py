@@ -158,6 +158,61 @@ def test_network_errors_are_retried() -> None:
     assert calls == 3
 
 
+def _first_then(
+    failure: Callable[[httpx.Request], httpx.Response], then: int
+) -> Callable[..., httpx.Response]:
+    calls = 0
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return failure(request) if calls == 1 else httpx.Response(then, json={})
+
+    return answer
+
+
+def _read_timeout(request: httpx.Request) -> httpx.Response:
+    raise httpx.ReadTimeout("slow", request=request)
+
+
+def _connect_error(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("refused", request=request)
+
+
+@pytest.mark.parametrize("first", [_read_timeout, _status(503)], ids=["a read timeout", "a 5xx"])
+def test_a_404_after_an_unanswered_request_of_the_same_call_says_that_request_may_have_deleted(
+    first: Callable[[httpx.Request], httpx.Response],
+) -> None:
+    client, _ = _client(_first_then(first, 404))
+    with pytest.raises(ErrArrayUserAlreadyDeleted) as raised:
+        client.delete_user("array-user-1")
+    assert raised.value.after_unanswered
+
+
+@pytest.mark.parametrize("first", [_connect_error, _status(429)], ids=["a refused connection", "a 429"])
+def test_a_404_after_a_request_array_never_applied_is_a_plain_404(
+    first: Callable[[httpx.Request], httpx.Response],
+) -> None:
+    client, _ = _client(_first_then(first, 404))
+    with pytest.raises(ErrArrayUserAlreadyDeleted) as raised:
+        client.delete_user("array-user-1")
+    assert not raised.value.after_unanswered
+
+
+def test_a_call_that_gave_up_after_a_timeout_says_a_request_went_unanswered() -> None:
+    client, _ = _client(_read_timeout, max_attempts=2)
+    with pytest.raises(ArrayTransientError) as raised:
+        client.delete_user("array-user-1")
+    assert raised.value.unanswered
+
+
+def test_a_call_that_gave_up_on_throttling_says_no_request_went_unanswered() -> None:
+    client, _ = _client(_status(429), max_attempts=2)
+    with pytest.raises(ArrayTransientError) as raised:
+        client.delete_user("array-user-1")
+    assert not raised.value.unanswered
+
+
 def test_retries_stop_at_max_attempts_with_the_last_code() -> None:
     client, seen = _client(_status(503), max_attempts=4)
     with pytest.raises(ArrayTransientError) as raised:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -26,6 +25,7 @@ from schema.table import EntitlementStatus
 from tests.support.daemon_log import child_entries, logged_at
 from tests.support.kcl import dynamodb, running_consumer, stream_contents
 from tests.support.moto_process import moto_in_its_own_process
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -33,18 +33,6 @@ BUDGET_SECONDS = 4.0
 FROZEN_SECONDS = 30.0
 EXPIRIES = 3
 ARRAY_LATENCY_SECONDS = 1.5  # inside the budget's Array window: the first delete is answered
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], *, timeout: float, interval: float = 0.5) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not reached in time")
 
 
 def test_a_flush_during_a_30_s_aws_hang_returns_within_its_budget_and_parks_its_work(tmp_path: Path) -> None:

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from analytics import LakeDeletedAccounts, LakeHandler, open_lake
+from analytics import LakeDeletedAccounts, open_lake
 from config import load_settings
 from devstack.fake_array import FakeArrayServer
 from entitlements import compose
 from entitlements.cli import app as cli
-from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from schema.outcomes import OutcomeKind
 from schema.table import ItemKind
 from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
+from tests.support.outcomes import cleanup_outcome, land_outcomes
 
 runner = CliRunner()
 
@@ -41,23 +43,7 @@ def env(moto_endpoint: str, tmp_path: Path, table: str, fake_array: FakeArraySer
     }
 
 
-def _outcome(kind: OutcomeKind, user: str, account: str) -> OutcomeEvent:
-    event_id = uuid.uuid4().hex
-    return OutcomeEvent(
-        outcome_id=outcome_id(event_id, kind),
-        kind=kind,
-        occurred_at=NOW,
-        user_id=user,
-        array_account_id=account,
-        source_event_id=event_id,
-    )
-
-
-def _land(root: Path, *outcomes: OutcomeEvent) -> None:
-    lake = LakeHandler(open_lake(str(root)))
-    for outcome in outcomes:
-        lake.add_outcome(outcome)
-    lake.flush()
+_outcome = partial(cleanup_outcome, occurred_at=NOW)
 
 
 def test_setup_creates_the_retry_queue_and_its_dead_letter_queue(
@@ -79,8 +65,8 @@ def test_repair_dry_run_lists_the_unmarked_rows_and_changes_nothing(
     get_row: Callable[[str, str], dict[str, str] | None],
 ) -> None:
     put_rows([("u1", "acct-1", "Superseded"), ("u2", "acct-2", "Removed"), ("u3", "acct-3", "Cancelled")])
-    _land(
-        tmp_path / "lake",
+    land_outcomes(
+        open_lake(str(tmp_path / "lake")),
         _outcome(OutcomeKind.CLEANUP_DELETED, "u1", "acct-1"),
         _outcome(OutcomeKind.CLEANUP_DELETED, "u2", "acct-2"),
     )
@@ -99,8 +85,8 @@ def test_repair_marks_removed_every_row_whose_account_the_lake_shows_deleted(
     get_row: Callable[[str, str], dict[str, str] | None],
 ) -> None:
     put_rows([("u1", "acct-1", "Superseded"), ("u2", "acct-2", "Cancelled"), ("u3", "acct-3", "Cancelled")])
-    _land(
-        tmp_path / "lake",
+    land_outcomes(
+        open_lake(str(tmp_path / "lake")),
         _outcome(OutcomeKind.CLEANUP_DELETED, "u1", "acct-1"),
         _outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, "u2", "acct-2"),
     )

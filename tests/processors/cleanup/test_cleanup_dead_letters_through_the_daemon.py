@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 import msgspec
 import pytest
 from typer.testing import CliRunner
@@ -23,17 +22,16 @@ from config import settings_environment
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from devstack.ttl_emulator import TtlEmulator
 from entitlements.cli import app
-from pipeline.clock import SystemClock
 from pipeline.dead_letter import DeadLetter, DeadLetters
 from pipeline.events import CleanupExpired, StreamEvent
 from pipeline.parking import ParkedWork
 from processors.cleanup import _handler as cleanup_handler_module
 from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.table import STALE_SK_PREFIX, CleanupRecord, EntitlementStatus, ItemKind
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents
-from tests.support.leases import checkpointed_past
+from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents, ttl_emulator
+from tests.support.leases import checkpointed_past, only_shard
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -93,10 +91,7 @@ class Stack:
 
     def shard_id(self) -> str:
         """The stream's one shard (a new moto stream has one)."""
-        streams = dynamodb_streams(self.endpoint)
-        shards = streams.describe_stream(StreamArn=self.consumer.stream_arn)["StreamDescription"]["Shards"]
-        assert len(shards) == 1
-        return str(shards[0]["ShardId"])
+        return only_shard(self.endpoint, self.consumer.stream_arn)
 
     def final_outcomes(self, source_event_id: str) -> tuple[list[str], list[str]]:
         """The kinds of the final outcomes of one expiry: (as the `outcomes` view shows them, every row
@@ -114,25 +109,6 @@ class Stack:
                 [source_event_id],
             ).fetchall()
         return sorted(str(row[0]) for row in view), sorted(str(row[0]) for row in raw)
-
-
-def dynamodb_streams(endpoint: str) -> Any:
-    return boto3.client(
-        "dynamodbstreams",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
 
 
 def ids() -> tuple[str, str]:
@@ -155,18 +131,9 @@ def stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[Stack]:
             tmp_path / "state",
             array={"base_url": array.url, "retry_budget_seconds": 5.0, "max_attempts": 2},
         ) as consumer,
+        ttl_emulator(moto_server, consumer),
     ):
-        emulator = TtlEmulator(
-            SystemClock(),
-            interval_seconds=0.2,
-            lock=moto_server.dynamodb_lock,
-            table_names=[consumer.settings.consumer.table_name],
-        )
-        emulator.start()
-        try:
-            yield Stack(consumer, array, dynamodb(moto_server.endpoint), moto_server.endpoint)
-        finally:
-            emulator.stop()
+        yield Stack(consumer, array, dynamodb(moto_server.endpoint), moto_server.endpoint)
 
 
 def test_an_expiry_naming_no_account_is_dead_lettered_alone_and_the_shard_checkpoints_past_it(
@@ -184,18 +151,19 @@ def test_an_expiry_naming_no_account_is_dead_lettered_alone_and_the_shard_checkp
         Item=writes.cancellation_record(bad_user, "", ttl={"N": str(ttl)}, now=datetime.now(UTC)),
     )
 
-    wait_until(lambda: set(good.values()) <= set(stack.array.deleted_users()))
+    wait_for(lambda: set(good.values()) <= set(stack.array.deleted_users()), timeout=180)
     expiries = stack.expiries({*good, bad_user})
     assert len(expiries) == GOOD + 1
     bad_sequence = expiries[bad_user]["dynamodb"]["SequenceNumber"]
-    wait_until(lambda: len(stack.letters_at({bad_sequence})) == 1)
+    wait_for(lambda: len(stack.letters_at({bad_sequence})) == 1, timeout=180)
     sequences = {record["dynamodb"]["SequenceNumber"] for record in expiries.values()}
     last = max(sequences, key=int)
     shard = stack.shard_id()
-    wait_until(
+    wait_for(
         lambda: checkpointed_past(
             stack.endpoint, stack.consumer.settings.consumer.application_name, shard, last
-        )
+        ),
+        timeout=180,
     )
 
     (letter,) = stack.letters_at(sequences)
@@ -256,10 +224,10 @@ def test_a_dead_letter_redriven_after_the_fix_is_executed_once_and_leaves_the_de
     }  # the fault: the stale record's key names the account, its attribute not
     stack.client.transact_write_items(TransactItems=second_signup)
 
-    wait_until(lambda: user in stack.expiries({user}))
+    wait_for(lambda: user in stack.expiries({user}), timeout=180)
     expiry = stack.expiries({user})[user]
     sequence, event_id = expiry["dynamodb"]["SequenceNumber"], expiry["eventID"]
-    wait_until(lambda: len(stack.letters_at({sequence})) == 1)
+    wait_for(lambda: len(stack.letters_at({sequence})) == 1, timeout=180)
     assert stack.array.calls_for(old) == []
     assert stack.final_outcomes(event_id) == ([], [])
 

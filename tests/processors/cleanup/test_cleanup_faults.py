@@ -1,18 +1,30 @@
 """The fault test: 1,000 expiries while the fake Array fails 30% of calls (5xx or timeouts) and expires its
-credentials once. Every account ends deleted once the retry worker has drained, nothing is lost, no account
-of an Active row is touched, and every flush returned (none raised: parking kept up). How long a flush may
-hold the shard is bounded by construction and specified by the handler's hung-dependency tests."""
+credentials once. Every account ends deleted once the retry worker has drained, nothing is lost, and no
+account of an Active row is touched. Each batch is flushed as the shard consumer flushes it: when the retry
+queue cannot take the parked work within the budget (moto on a loaded machine), a refusal is retried and a
+`park_now` parks the records, which `replay-parked` runs again. How long a flush may hold the shard is
+bounded by construction and specified by the handler's hung-dependency tests.
+
+The budget (3 s, half of it kept back from Array for parking) is sized from what parking costs here:
+the local stack's SQS send costs what it sends whatever the queue's depth, as in SQS
+(`devstack._moto_patches.install_sqs_send_cost`), and parking a whole batch of 100 takes ~0.04 s on one
+loaded core, against the 1.1 s the budget leaves it. (moto alone costs a send the depth of the queue:
+the retry queue fills here faster than its worker drains, and parking reached 0.9 s a batch at 500
+messages deep, so on a loaded machine every flush missed its budget.) The credentials expire for a
+number of calls, not of seconds, so the fault bites as much however fast the machine is."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer, FaultPlan
-from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueues
+from pipeline.events import CleanupExpired
+from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueueError, RetryQueues
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind
@@ -23,6 +35,23 @@ EXPIRIES = 1_000
 GUARDED = 40  # of those, cancellation records left behind by a failed reactivation: the row is Active
 BATCH = 100
 BUDGET = 3.0
+
+
+def _flush_as_the_consumer_does(handler: CleanupHandler, batch: list[CleanupExpired]) -> None:
+    """Flush; a `RetryQueueError` is retried (work already finished is not redone), and one that says
+    `park_now` parks the batch: the pending work is discarded and the replay adds the same expiries
+    again once the retry queue's quiet period (one budget) is over."""
+    for _ in range(20):
+        try:
+            handler.flush()
+            return
+        except RetryQueueError as failed:
+            if failed.park_now:
+                handler.discard_pending()
+                time.sleep(BUDGET)  # replay-parked runs later, not at once
+                for event in batch:
+                    handler.add(event)
+    raise AssertionError("a batch never flushed")
 
 
 def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_lost(
@@ -66,7 +95,7 @@ def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_l
             clock=clock,
             concurrency=settings.concurrency,
             retry_budget_seconds=settings.retry_budget_seconds,
-            # Half the budget kept back from Array: parking ~50 cleanups on a loaded moto takes its time.
+            # Half the budget kept back from Array for parking (see the module docstring).
             park_reserve_seconds=BUDGET / 2,
         )
 
@@ -97,10 +126,13 @@ def test_a_thousand_expiries_under_array_faults_all_end_deleted_and_nothing_is_l
         try:
             for number, start in enumerate(range(0, EXPIRIES, BATCH)):
                 if number == 3:
-                    fake_array.expire_credentials(seconds=1.0)  # once, mid-run
-                for event in events[start : start + BATCH]:
+                    # Once, mid-run: the next three calls are refused (the first of a flush parks
+                    # the rest of its batch, so a batch or a few park whole, whatever the speed).
+                    fake_array.expire_credentials(calls=3)
+                batch = events[start : start + BATCH]
+                for event in batch:
                     handler.add(event)
-                handler.flush()
+                _flush_as_the_consumer_does(handler, batch)
         finally:
             stop.set()
             background.join()

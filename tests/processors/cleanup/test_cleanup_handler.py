@@ -568,8 +568,9 @@ def test_work_that_cannot_be_parked_stays_pending_and_flush_raises_retryable(
     handler = make_handler(sqs=flaky, array=FailsOnce())
     handler.add(make_expiry("u1", "acct-ok"))
     handler.add(make_expiry("u2", "acct-down"))
-    with pytest.raises(RetryQueueError):
+    with pytest.raises(RetryQueueError) as raised:
         handler.flush()
+    assert not raised.value.park_now  # SQS answered (a refusal): the consumer's retry may succeed
     assert handler.stats.park_failures == 1
     assert fake_array.deleted_users() == ["acct-ok"]
     flaky.down.clear()
@@ -678,7 +679,8 @@ def test_a_hung_retry_queue_keeps_the_work_pending_and_the_flush_raises_a_retrya
     handler.add(make_expiry("u1", "acct-1"))
     with pytest.raises(RetryQueueError) as raised:
         handler.flush()
-    assert isinstance(raised.value, RetryableError)  # the consumer parks the raw records locally
+    assert isinstance(raised.value, RetryableError)  # the consumer parks the raw records locally,
+    assert raised.value.park_now  # at once: a retry would hold the shard a whole budget again
     assert handler.stats.park_failures == 1
     assert K.CLEANUP_PARKED not in sink.kinds()
 
@@ -698,9 +700,10 @@ def test_after_the_retry_queue_did_not_answer_the_next_flush_raises_at_once_and_
     with pytest.raises(RetryQueueError):
         handler.flush()
     calls = len(fake_array.calls())
-    with pytest.raises(RetryQueueError):
-        handler.flush()  # the consumer's retry
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()  # a later flush (the next window's, or a replay's)
     assert len(fake_array.calls()) == calls
+    assert raised.value.park_now
 
 
 def test_the_guard_reads_gsi1_before_the_delete(

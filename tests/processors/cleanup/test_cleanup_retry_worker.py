@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +18,13 @@ from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (
     CleanupHandler,
     HttpArrayClient,
+    LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,
 )
 from processors.cleanup._retry_queue import RETENTION_SECONDS
 from processors.cleanup.retry_worker import RetryWorker
-from schema.outcomes import OutcomeKind
+from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import ItemKind
 from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry
 
@@ -139,6 +141,29 @@ def test_work_still_failing_is_reparked_with_the_next_attempt(
     body = json.loads(message["Body"])
     assert body["attempt"] == 2
     assert body["park_reason"] in {"500", "502", "503"}
+
+
+def test_a_parked_delete_array_applied_unseen_is_reported_deleted_by_the_worker_on_any_host(
+    make_handler: Callable[..., CleanupHandler],
+    make_worker: Callable[..., RetryWorker],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+    tmp_path: Path,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    # Every request times out after Array applied it: the stream attempt parks its work.
+    fake_array.set_faults(timeout_rate=1.0, hang_seconds=1.0)
+    handler = make_handler(sink=ListSink(), deletion_notes=LocalDeletionNotes(tmp_path / "stream-host"))
+    handler.add(make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
+    handler.flush()
+    fake_array.clear_faults()
+    assert fake_array.deleted_users() == ["acct-1"]
+    worker = make_worker(deletion_notes=LocalDeletionNotes(tmp_path / "worker-host"))  # no note of it
+    worker.drain(max_seconds=30)
+    [final] = [o for o in sink.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES]
+    assert (final.kind, final.detail) == (K.CLEANUP_DELETED, "earlier_attempt")
 
 
 def test_the_worker_applies_the_guard_again(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,10 +16,10 @@ from analytics.views import connect
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from devstack.ttl_emulator import TtlEmulator
 from pipeline.clock import Clock, clock_from_settings
 from schema.table import EntitlementStatus, entitlement_key
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer
+from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, ttl_emulator
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -87,12 +86,7 @@ class CleanupStack:
         return [str(row[0]) for row in rows]
 
     def wait(self, condition: Callable[[], bool], timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.5)
-        raise AssertionError("condition not reached in time")
+        wait_for(condition, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -109,17 +103,8 @@ def stack(moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> 
         ) as consumer,
     ):
         clock = clock_from_settings(consumer.settings.clock)
-        emulator = TtlEmulator(
-            clock,
-            interval_seconds=0.2,
-            lock=moto_server.dynamodb_lock,
-            table_names=[consumer.settings.consumer.table_name],
-        )
-        emulator.start()
-        try:
+        with ttl_emulator(moto_server, consumer, clock):
             yield CleanupStack(consumer, array, clock, dynamodb(moto_server.endpoint))
-        finally:
-            emulator.stop()
 
 
 def ids() -> tuple[str, str]:

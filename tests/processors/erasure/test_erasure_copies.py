@@ -4,7 +4,6 @@ holdings that say when a part cannot be read)."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,35 +16,13 @@ from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from tests.analytics.lake.delta_files import data_files
+from tests.processors.erasure.test_record_match import ARN, record
 
-ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
 SHARD = "shardId-00000001700000000000-copies"
 
 
 def _adapter_record(user_id: str, sequence: str) -> bytes:
-    return json.dumps(
-        {
-            "eventID": f"ev-{sequence}",
-            "eventName": "INSERT",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": 1767225600000,
-                "Keys": {"pk": {"S": f"USER#{user_id}"}, "sk": {"S": "ENTITLEMENT#arr-1"}},
-                "NewImage": {
-                    "pk": {"S": f"USER#{user_id}"},
-                    "sk": {"S": "ENTITLEMENT#arr-1"},
-                    "userId": {"S": user_id},
-                    "arrayAccountId": {"S": "arr-1"},
-                    "status": {"S": "Active"},
-                },
-                "SequenceNumber": sequence,
-                "SizeBytes": 100,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-        }
-    ).encode()
+    return record(user_id, event_id=f"ev-{sequence}", sequence_number=sequence)
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ composition root builds, on any content."""
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from schema.erasure import AckResponse
 from tests.processors.erasure.conftest import LEDGER_KEY
 from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack, erase
 from tests.processors.erasure.test_worker import nested_record
+from tests.support.multilang import daemon_lines
 
 STREAM = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
 
@@ -57,39 +56,11 @@ def _settings(moto_endpoint: str, tmp_path: Path, table_name: str, array_url: st
     )
 
 
-def _daemon_lines(records: list[bytes]) -> str:
-    """What the MultiLangDaemon writes to the child: initialize, one batch, the answer to the child's
-    checkpoint, then shutdown."""
-    batch = [
-        {
-            "action": "record",
-            "data": base64.b64encode(data).decode(),
-            "partitionKey": str(100 + i),
-            "sequenceNumber": str(100 + i),
-            "subSequenceNumber": 0,
-            "approximateArrivalTimestamp": 1796033513579,
-        }
-        for i, data in enumerate(records)
-    ]
-    messages = [
-        {"action": "initialize", "shardId": "shardId-1", "sequenceNumber": "0", "subSequenceNumber": 0},
-        {"action": "processRecords", "records": batch, "millisBehindLatest": 0},
-        {
-            "action": "checkpoint",
-            "sequenceNumber": str(99 + len(records)),
-            "subSequenceNumber": 0,
-            "error": None,
-        },
-        {"action": "shutdownRequested"},
-    ]
-    return "".join(json.dumps(message) + "\n" for message in messages)
-
-
 def _run_child(settings: Settings, records: list[bytes]) -> None:
     compose.setup_retry_queues(settings)
     process = kcl.KCLProcess(
         KclRecordProcessor(compose.shard_consumer(settings)),
-        input_file=io.StringIO(_daemon_lines(records)),
+        input_file=io.StringIO(daemon_lines(records)),
         output_file=io.StringIO(),
         error_file=io.StringIO(),
     )

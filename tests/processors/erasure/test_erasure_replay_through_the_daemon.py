@@ -23,6 +23,7 @@ from processors.erasure import ensure_erasure_channel
 from schema.erasure import CHANNEL_CONSTANTS, serialize_erasure_message
 from tests.processors.erasure.erasure_subscriber_helpers import entitlement_item, erase
 from tests.support.kcl import consumer_settings, dynamodb, running_consumer, stream_contents
+from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -44,15 +45,6 @@ def lake_rows(settings: Any, user: str) -> int:
         outcomes = con.execute("SELECT count(*) FROM raw_outcomes WHERE user_id = ?", [user]).fetchone()
     assert changes is not None and outcomes is not None
     return int(changes[0]) + int(outcomes[0])
-
-
-def wait(condition: Any, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError("condition not reached in time")
 
 
 def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window(
@@ -79,7 +71,9 @@ def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window
         for user, status in ((erased, "Active"), (erased, "Superseded"), (bystander, "Active")):
             item = entitlement_item(user, f"acct-{uuid.uuid4().hex[:6]}", status)
             dynamodb(endpoint).put_item(TableName=table, Item=item)
-        wait(lambda: lake_rows(settings, erased) >= 2 and lake_rows(settings, bystander) >= 1)
+        wait_for(
+            lambda: lake_rows(settings, erased) >= 2 and lake_rows(settings, bystander) >= 1, timeout=180
+        )
 
         channel = ensure_erasure_channel(client(endpoint, "sqs"), client(endpoint, "sns"), settings.erasure)
         worker = erasure_worker(settings, settings.erasure, wait_seconds=1)
@@ -96,7 +90,7 @@ def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window
             answers.extend(json.loads(m["Body"]) for m in got.get("Messages", []))
             return any(a["requestId"] == request.request_id for a in answers)
 
-        wait(answered, timeout=120)
+        wait_for(answered, timeout=120)
         [answer] = [a for a in answers if a["requestId"] == request.request_id]
         assert (answer["type"], answer["outcome"], answer["sendNo"]) == ("erasure/ACK", "DONE", 1)
         time.sleep(2 * settings.consumer.commit_interval_seconds)
@@ -137,7 +131,7 @@ def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window
             )
             return in_stream <= seen
 
-        wait(replayed)
+        wait_for(replayed, timeout=180)
     finally:
         daemon.stop()
     assert lake_rows(replay, erased) == 0

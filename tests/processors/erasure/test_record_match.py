@@ -8,6 +8,7 @@ import json
 import pytest
 
 from processors.erasure._record_match import UNESCAPE_ROUNDS, ErasedKeys, json_unescaped
+from tests.support.stream_records import insert
 
 ARN = "arn:aws:dynamodb:eu-west-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"
 WHERE = {"stream_arn": ARN, "shard_id": "shardId-00000001700000000000-match", "sequence_number": "100"}
@@ -15,31 +16,18 @@ GONE = "9f0c7a52-gone-4e1b-a3f5-000000000001"
 KEPT = "9f0c7a52-kept-4e1b-a3f5-000000000002"
 
 
-def record(user_id: str, *, array_account: str = "arr-1") -> bytes:
+def record(
+    user_id: str, *, array_account: str = "arr-1", event_id: str = "ev-1", sequence_number: str = "100"
+) -> bytes:
     """An adapter-shape INSERT of an Active entitlement row of `user_id`."""
     keys = {"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"ENTITLEMENT#{array_account}"}}
-    return json.dumps(
-        {
-            "eventID": "ev-1",
-            "eventName": "INSERT",
-            "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb",
-            "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "ApproximateCreationDateTime": 1767225600000,
-                "Keys": keys,
-                "NewImage": {
-                    **keys,
-                    "userId": {"S": user_id},
-                    "arrayAccountId": {"S": array_account},
-                    "status": {"S": "Active"},
-                },
-                "SequenceNumber": "100",
-                "SizeBytes": 100,
-                "StreamViewType": "NEW_AND_OLD_IMAGES",
-            },
-        }
-    ).encode()
+    row = {
+        **keys,
+        "userId": {"S": user_id},
+        "arrayAccountId": {"S": array_account},
+        "status": {"S": "Active"},
+    }
+    return insert(row, event_id=event_id, sequence_number=sequence_number, created_at_ms=1767225600000)
 
 
 def escaped(text: str) -> str:

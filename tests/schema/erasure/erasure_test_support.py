@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from schema.erasure import ErasureContractError, parse_erasure_request
+
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schema"
 
 
@@ -25,6 +27,20 @@ def corpus_body(entry: dict[str, Any]) -> str | bytes:
     assert entry["bodyEncoding"] == "text"
     body: str = entry["body"]
     return body
+
+
+def entry_names(entries: list[dict[str, Any]]) -> list[str]:
+    """The entries' names, as test ids."""
+    return [entry["name"] for entry in entries]
+
+
+def parser_verdict(body: str | bytes) -> str:
+    """`parse_erasure_request`'s verdict on `body`: "accepted" or the error's code."""
+    try:
+        parse_erasure_request(body)
+    except ErasureContractError as error:
+        return error.code.value
+    return "accepted"
 
 
 def receive_all(sqs_client: Any, queue_url: str) -> list[dict[str, Any]]:

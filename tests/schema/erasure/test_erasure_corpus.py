@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
-from schema.erasure import REQUEST_TYPES, ErasureContractError, parse_erasure_request
+from schema.erasure import REQUEST_TYPES
 from schema.erasure._json import NOT_JSON, load_json_text
 from schema.erasure._models import message_adapter
 from schema.erasure._resources import CONFORMANCE_CORPUS_FILE, read_json_resource
@@ -22,7 +22,9 @@ from tests.schema.erasure.erasure_test_support import (
     SCHEMA_DIR,
     corpus_body,
     corpus_entries,
+    entry_names,
     load_schema_file,
+    parser_verdict,
 )
 
 CORPUS = load_schema_file("erasure-conformance-corpus.json")
@@ -59,25 +61,13 @@ def models_verdict(body: str | bytes) -> str:
     return "accepted" if message.type in REQUEST_TYPES else "NOT_A_REQUEST"
 
 
-def parser_verdict(body: str | bytes) -> str:
-    try:
-        parse_erasure_request(body)
-    except ErasureContractError as error:
-        return error.code.value
-    return "accepted"
-
-
-def _ids(entries: list[dict[str, Any]]) -> list[str]:
-    return [entry["name"] for entry in entries]
-
-
-@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+@pytest.mark.parametrize("entry", ENTRIES, ids=entry_names(ENTRIES))
 def test_both_validators_give_the_expected_verdict(entry: dict[str, Any]) -> None:
     body = corpus_body(entry)
     assert (schema_verdict(body), models_verdict(body)) == (entry["expected"], entry["expected"])
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=_ids(ENTRIES))
+@pytest.mark.parametrize("entry", ENTRIES, ids=entry_names(ENTRIES))
 def test_the_parser_gives_the_expected_verdict(entry: dict[str, Any]) -> None:
     assert parser_verdict(corpus_body(entry)) == entry["expected"]
 
@@ -85,7 +75,7 @@ def test_the_parser_gives_the_expected_verdict(entry: dict[str, Any]) -> None:
 VALID_ENTRIES = [entry for entry in ENTRIES if "messageType" in entry]
 
 
-@pytest.mark.parametrize("entry", VALID_ENTRIES, ids=_ids(VALID_ENTRIES))
+@pytest.mark.parametrize("entry", VALID_ENTRIES, ids=entry_names(VALID_ENTRIES))
 def test_a_valid_message_parses_to_its_type(entry: dict[str, Any]) -> None:
     value = load_json_text(corpus_body(entry))
     assert MODELS.validate_python(value, by_alias=True, by_name=False).type == entry["messageType"]

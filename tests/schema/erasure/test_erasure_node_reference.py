@@ -23,8 +23,13 @@ from typing import Any
 
 import pytest
 
-from schema.erasure import ErasureContractError, parse_erasure_request
-from tests.schema.erasure.erasure_test_support import SCHEMA_DIR, corpus_body, corpus_entries
+from tests.schema.erasure.erasure_test_support import (
+    SCHEMA_DIR,
+    corpus_body,
+    corpus_entries,
+    entry_names,
+    parser_verdict,
+)
 
 RUNNER_DIR = SCHEMA_DIR.parent / "conformance" / "node"
 RUNNER = RUNNER_DIR / "run-corpus.mjs"
@@ -59,18 +64,6 @@ def corpus_report() -> dict[str, dict[str, Any]]:
     return {verdict["name"]: verdict for verdict in run_reference()["verdicts"]}
 
 
-def python_verdict(body: str | bytes) -> str:
-    try:
-        parse_erasure_request(body)
-    except ErasureContractError as error:
-        return error.code.value
-    return "accepted"
-
-
-def _ids(entries: list[dict[str, Any]]) -> list[str]:
-    return [entry["name"] for entry in entries]
-
-
 def test_the_schema_compiles_under_strict_ajv_2020_with_ajv_formats() -> None:
     # run_reference fails with ajv's own reason when the runner cannot compile the schema.
     runner = run_reference()["runner"]
@@ -80,22 +73,22 @@ def test_the_schema_compiles_under_strict_ajv_2020_with_ajv_formats() -> None:
 
 
 def test_the_reference_gives_a_verdict_for_every_corpus_entry() -> None:
-    assert list(corpus_report()) == _ids(ENTRIES)
+    assert list(corpus_report()) == entry_names(ENTRIES)
 
 
-@pytest.mark.parametrize("entry", TEXT_ENTRIES, ids=_ids(TEXT_ENTRIES))
+@pytest.mark.parametrize("entry", TEXT_ENTRIES, ids=entry_names(TEXT_ENTRIES))
 def test_both_twins_give_the_expected_verdict_on_a_text_body(entry: dict[str, Any]) -> None:
     node = corpus_report()[entry["name"]]
-    verdicts = {"node": node["verdict"], "python": python_verdict(corpus_body(entry))}
+    verdicts = {"node": node["verdict"], "python": parser_verdict(corpus_body(entry))}
     assert verdicts == {"node": entry["expected"], "python": entry["expected"]}
     assert node.get("messageType") == entry.get("messageType")
 
 
-@pytest.mark.parametrize("entry", BYTE_ENTRIES, ids=_ids(BYTE_ENTRIES))
+@pytest.mark.parametrize("entry", BYTE_ENTRIES, ids=entry_names(BYTE_ENTRIES))
 def test_the_references_strict_reading_of_bytes_gives_the_expected_verdict(entry: dict[str, Any]) -> None:
     node = corpus_report()[entry["name"]]
     assert node["bytesReading"] is True
-    assert (node["verdict"], python_verdict(corpus_body(entry))) == (entry["expected"], entry["expected"])
+    assert (node["verdict"], parser_verdict(corpus_body(entry))) == (entry["expected"], entry["expected"])
 
 
 def _nested(depth: int, bottom: str = "", opener: str = "[", closer: str = "]") -> str:
@@ -162,9 +155,9 @@ def test_deep_nesting_has_one_verdict_in_both_twins_at_any_depth_up_to_the_body_
     vectors = _deep_vectors()
     node = _run_vectors(tmp_path, [(name, body) for name, body, _ in vectors])
     differing = {
-        name: (node[name], python_verdict(body), expected)
+        name: (node[name], parser_verdict(body), expected)
         for name, body, expected in vectors
-        if not node[name] == python_verdict(body) == expected
+        if not node[name] == parser_verdict(body) == expected
     }
     assert differing == {}
 
@@ -173,8 +166,8 @@ def test_both_twins_agree_on_mutated_messages(tmp_path: Path) -> None:
     vectors = _mutations(600, seed=11)
     node = _run_vectors(tmp_path, vectors)
     differing = {
-        name: (node[name], python_verdict(body))
+        name: (node[name], parser_verdict(body))
         for name, body in vectors
-        if node[name] != python_verdict(body)
+        if node[name] != parser_verdict(body)
     }
     assert differing == {}

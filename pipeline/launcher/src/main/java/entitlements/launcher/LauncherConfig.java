@@ -29,6 +29,8 @@ final class LauncherConfig {
     final long leaseAssignmentIntervalMillis;
     final long shardSyncIntervalMillis;
     final long parentShardPollIntervalMillis;
+    final long workerMetricsCaptureFrequencyMillis;
+    final long workerMetricsReporterFreqMillis;
     final int maxRecords;
     final boolean metricsEnabled;
     final Optional<Integer> processingTimeoutSeconds;
@@ -53,6 +55,11 @@ final class LauncherConfig {
         leaseAssignmentIntervalMillis = longValue(p, "leaseAssignmentIntervalMillis", 2 * failoverTimeMillis);
         shardSyncIntervalMillis = longValue(p, "shardSyncIntervalMillis", 60_000L);
         parentShardPollIntervalMillis = longValue(p, "parentShardPollIntervalMillis", 10_000L);
+        // KCL starts the worker-metrics reporter after twice the capture period; the leader assigns leases
+        // only to workers that have reported within two reporter periods.
+        workerMetricsCaptureFrequencyMillis = longValue(p, "inMemoryWorkerMetricsCaptureFrequencyMillis", 250L);
+        workerMetricsReporterFreqMillis =
+                longValue(p, "workerMetricsReporterFreqInMillis", Math.max(1000L, failoverTimeMillis / 2));
         maxRecords = (int) longValue(p, "maxRecords", 1000L);
         metricsEnabled = Boolean.parseBoolean(p.getProperty("metricsEnabled", "false"));
         processingTimeoutSeconds = optional(p, "timeoutInSeconds").map(Integer::valueOf);

@@ -26,10 +26,13 @@ import software.amazon.awssdk.services.dynamodb.streams.DynamoDbStreamsClientBui
 import software.amazon.kinesis.common.ConfigsBuilder;
 import software.amazon.kinesis.common.InitialPositionInStream;
 import software.amazon.kinesis.common.InitialPositionInStreamExtended;
+import software.amazon.kinesis.common.StreamConfig;
 import software.amazon.kinesis.coordinator.Scheduler;
 import software.amazon.kinesis.leases.LeaseManagementConfig;
+import software.amazon.kinesis.leases.LeaseRefresher;
 import software.amazon.kinesis.metrics.MetricsConfig;
 import software.amazon.kinesis.metrics.NullMetricsFactory;
+import software.amazon.kinesis.metrics.NullMetricsScope;
 import software.amazon.kinesis.multilang.MultiLangRecordProcessorFactory;
 import software.amazon.kinesis.multilang.config.MultiLangDaemonConfiguration;
 import software.amazon.kinesis.processor.ShardRecordProcessor;
@@ -91,8 +94,13 @@ public final class StreamsMultiLangLauncher {
                 .failoverTimeMillis(config.failoverTimeMillis)
                 .leaseAssignmentIntervalMillis(config.leaseAssignmentIntervalMillis)
                 .shardSyncIntervalMillis(config.shardSyncIntervalMillis);
-        // Worker metrics would probe the EC2 metadata address; they only feed KCL's load balancing.
-        leases.workerUtilizationAwareAssignmentConfig().disableWorkerMetrics(true);
+        // Worker metrics would probe the EC2 metadata address; they only feed KCL's load balancing. The
+        // reporter still writes this worker's (empty) WorkerMetricStats row, which the leader needs before it
+        // assigns the worker a lease: it first reports after twice the capture period, then every period.
+        leases.workerUtilizationAwareAssignmentConfig()
+                .disableWorkerMetrics(true)
+                .inMemoryWorkerMetricsCaptureFrequencyMillis(config.workerMetricsCaptureFrequencyMillis)
+                .workerMetricsReporterFreqInMillis(config.workerMetricsReporterFreqMillis);
 
         MetricsConfig metrics = configs.metricsConfig();
         if (!config.metricsEnabled) {
@@ -115,6 +123,8 @@ public final class StreamsMultiLangLauncher {
                 retrieval,
                 adapterClient);
 
+        createShardLeases(scheduler);
+
         Thread runner = new Thread(scheduler, "kcl-scheduler");
         // SIGTERM and SIGINT get a graceful shutdown through signal handlers rather than a shutdown hook:
         // when a child crashes the multilang processor calls System.exit, and a hook would then wait on
@@ -130,6 +140,36 @@ public final class StreamsMultiLangLauncher {
         runner.start();
         runner.join();
         childIo.shutdownNow();
+    }
+
+    /**
+     * Creates the lease table and, while it is empty, one lease per shard, before the scheduler runs. The
+     * scheduler then finds leases and skips its own start-up shard sync: the random 1 to 30 s wait that KCL
+     * 3.1 spends while the lease table is empty, and the sync task's sleep after it. Uses the scheduler's
+     * own lease refresher, shard detector and the adapter's shard syncer (what its sync would run), so the
+     * leases are exactly those the scheduler would write; two workers starting together race on
+     * conditional creates, as they would inside KCL.
+     */
+    private static void createShardLeases(Scheduler scheduler) throws Exception {
+        LeaseRefresher leaseRefresher = scheduler.leaseRefresher();
+        leaseRefresher.createLeaseTableIfNotExists();
+        if (!leaseRefresher.waitUntilLeaseTableExists(1L, 600L)) {
+            throw new IllegalStateException("the lease table did not become active");
+        }
+        if (!leaseRefresher.isLeaseTableEmpty()) {
+            LOG.info("Shard leases exist before the scheduler starts");
+            return;
+        }
+        for (StreamConfig stream : scheduler.currentStreamConfigMap().values()) {
+            scheduler.hierarchicalShardSyncerProvider().apply(stream).checkAndCreateLeaseForNewShards(
+                    scheduler.shardDetectorProvider().apply(stream),
+                    leaseRefresher,
+                    stream.initialPositionInStreamExtended(),
+                    new NullMetricsScope(),
+                    scheduler.leaseManagementConfig().ignoreUnexpectedChildShards(),
+                    true);
+        }
+        LOG.info("Created {} shard leases before the scheduler starts", leaseRefresher.listLeases().size());
     }
 
     /** Graceful shutdown: every processor gets shutdownRequested and may checkpoint what it flushed. */

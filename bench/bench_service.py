@@ -1,0 +1,417 @@
+"""`make bench` / `python -m bench service`: the entitlements service's routes and the relinker.
+
+Routes. Each route's throughput and latency (p50, p99) at a fixed concurrency (8 clients), through
+`entitlements serve` (its own process, uvicorn) on the local stack: moto in its own process for the
+table, the fake Array and the fake transactions-service on loopback at 0 ms. Baseline, in the same run:
+a bare loop making the same table calls (the same requests, built by `service.dynamo`) and the same fake
+HTTP calls, with the same concurrency, no service in between. Each user goes through signup, processor,
+array-signup, cancellation and reactivation in that order (one route at a time over every user), both
+in the service and in the bare loop (its own users). Target: service >= 0.7x the bare loop per route.
+
+Relinks. The relinker worker (`service.relinker`) draining relink jobs from SQS (moto), each link's two
+downstream calls (transactions-service, Array) held 50 ms by the fakes, at concurrency 16, beside the same
+worker at concurrency 1. The time runs from the worker's start to the last job's outcome. Target: >= 8x.
+
+Every run is checked: every request answered as expected, every job linked.
+
+What bounds the relink figure here: each link's two table calls (Query, SaveIfActive's PutItem) go to
+moto, which serves DynamoDB one call at a time in one process; at 16 in flight they queue there (on a
+loaded 2-core machine a Query took a median 57 to 113 ms instead of ~5), while the worker keeps 16 links
+in flight (measured). On a quiet machine moto answers ~110 Query+PutItem pairs a second.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from botocore.config import Config
+from pydantic import SecretStr
+
+from bench._moto import moto_client
+from bench._report import Figure, print_figures
+from config import (
+    ArraySettings,
+    AwsSettings,
+    ConsumerSettings,
+    LakeSettings,
+    ServiceSettings,
+    Settings,
+    settings_environment,
+)
+from devstack.fake_array import PROCESSOR_TOKEN
+from entitlements import compose
+from pipeline.tables import create_table
+from processors.cleanup import ensure_retry_queues
+from schema import array as wire
+from service import dynamo
+from service.relinker import Relinker, enqueue_relinks
+
+CONCURRENCY = 8
+USERS = 200
+RELINK_CONCURRENCY = 16
+RELINK_LATENCY_SECONDS = 0.050
+RELINK_JOBS = {RELINK_CONCURRENCY: 192, 1: 24}
+ROUTES = ("signup", "processor", "array-signup", "cancellation", "reactivation")
+_EXPECTED = {"signup": 201, "processor": 200, "array-signup": 201, "cancellation": 200, "reactivation": 200}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+class _Run:
+    """One route over every user at a fixed concurrency: throughput and per-request latencies."""
+
+    def __init__(self, call: Callable[[str], None], users: list[str], concurrency: int) -> None:
+        self.latencies: list[float] = []
+        lock = threading.Lock()
+
+        def timed(user: str) -> None:
+            started = time.perf_counter()
+            call(user)
+            elapsed = time.perf_counter() - started
+            with lock:
+                self.latencies.append(elapsed)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(timed, users))
+        self.seconds = time.perf_counter() - started
+        self.rate = len(users) / self.seconds
+
+    def ms(self, fraction: float) -> float:
+        return _percentile(self.latencies, fraction) * 1000
+
+
+# -- the bare loop: the same downstream calls, no service --------------------------------------------
+
+
+class _Bare:
+    """The service's downstream calls for each route, made directly (boto3 + httpx), nothing else."""
+
+    def __init__(self, dynamodb: Any, table: str, http: httpx.Client, array_url: str, transactions_url: str):
+        self.dynamodb = dynamodb
+        self.table = table
+        self.http = http
+        self.array_url = array_url
+        self.transactions_url = transactions_url
+        self.accounts: dict[str, str] = {}
+        self.headers = {wire.SERVER_TOKEN_HEADER: "local-server-token"}
+
+    def _items(self, user: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.dynamodb.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"USER#{user}"}},
+            ConsistentRead=True,
+        )["Items"]
+        return items
+
+    def _create(self, user: str) -> str:
+        body = wire.create_user_body("local-app-key", user)
+        answer = self.http.post(self.array_url + wire.CREATE_USER_PATH, json=body, headers=self.headers)
+        answer.raise_for_status()
+        return str(answer.json()[wire.USER_ID_FIELD])
+
+    def signup(self, user: str) -> None:
+        self._items(user)
+        account = self._create(user)
+        now = datetime.now(UTC)
+        self.dynamodb.put_item(TableName=self.table, Item=dynamo.entitlement_row(user, account, now=now))
+        self.accounts[user] = account
+
+    def processor(self, user: str) -> None:
+        image = next(i for i in self._items(user) if i["sk"]["S"].startswith("ENTITLEMENT#"))
+        primary = self.http.get(self.transactions_url + wire.primary_account_path(user))
+        primary.raise_for_status()
+        token = primary.json()[wire.PROCESSOR_TOKEN_FIELD]
+        body = wire.processor_token_body("local-app-key", self.accounts[user], token)
+        self.http.post(
+            self.array_url + wire.PROCESSOR_TOKEN_PATH, json=body, headers=self.headers
+        ).raise_for_status()
+        self.dynamodb.put_item(**dynamo.save_if_active_request(self.table, image))
+
+    def array_signup(self, user: str) -> None:
+        self._items(user)
+        new = self._create(user)
+        now = datetime.now(UTC)
+        old = self.accounts[user]
+        items = dynamo.second_signup_transaction(
+            self.table,
+            user,
+            old_array_account_id=old,
+            new_row=dynamo.entitlement_row(user, new, now=now),
+            stale_ttl=dynamo.ttl_after(now, 1),
+            now=now,
+        )
+        self.dynamodb.transact_write_items(TransactItems=items)
+        self.accounts[user] = new
+
+    def cancellation(self, user: str) -> None:
+        self._items(user)
+        now = datetime.now(UTC)
+        ttl = dynamo.ttl_after(now, 63)
+        items = dynamo.cancellation_transaction(self.table, user, self.accounts[user], ttl=ttl, now=now)
+        self.dynamodb.transact_write_items(TransactItems=items)
+
+    def reactivation(self, user: str) -> None:
+        self._items(user)
+        items = dynamo.reactivation_transaction(self.table, user, self.accounts[user], now=datetime.now(UTC))
+        self.dynamodb.transact_write_items(TransactItems=items)
+
+    def route(self, name: str) -> Callable[[str], None]:
+        call: Callable[[str], None] = getattr(self, name.replace("-", "_"))
+        return call
+
+
+# -- the fakes and the service, each in its own process ------------------------------------------------
+
+_MOTO = """
+import sys
+from devstack.moto_server import MotoServer
+server = MotoServer()
+server.start()
+print(server.endpoint, flush=True)
+sys.stdin.read()
+"""
+_FAKES = """
+import sys
+from devstack.fake_array import FakeArrayServer
+from devstack.fake_transactions import FakeTransactionsServer
+array = FakeArrayServer(host="127.0.0.1", port=0, every_account_exists=True).start()
+transactions = FakeTransactionsServer(host="127.0.0.1", port=0).start()
+print(array.url, transactions.url, flush=True)
+sys.stdin.read()
+"""
+
+
+class _Process:
+    """A script in a process of its own (the bench's own process runs the clients and the relinker):
+    it prints its URLs on one line and serves until its stdin closes."""
+
+    def __init__(self, script: str) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self._process.stdout is not None
+        self.urls = self._process.stdout.readline().split()
+        if not self.urls:
+            self.__exit__()
+            raise SystemExit("bench_service: a helper process did not start")
+
+    def __enter__(self) -> _Process:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=10)
+
+
+class _FakesProcess(_Process):
+    """The fake Array and the fake transactions-service, driven over their admin paths."""
+
+    def __init__(self) -> None:
+        super().__init__(_FAKES)
+        self.array_url, self.transactions_url = self.urls
+
+    def latency(self, seconds: float) -> None:
+        """Every processor-token and primary-account call held `seconds`."""
+        plan = {"latency_seconds": seconds}
+        httpx.post(
+            f"{self.array_url}/__admin/faults", json={"call": PROCESSOR_TOKEN, **plan}
+        ).raise_for_status()
+        httpx.post(f"{self.transactions_url}/__admin/faults", json=plan).raise_for_status()
+
+
+# -- the service in its own process --------------------------------------------------------------------
+
+
+def _settings(endpoint: str, table: str, array: str, transactions: str, *, root: Path, port: int) -> Settings:
+    return Settings(
+        aws=AwsSettings(
+            endpoint_url=endpoint, access_key_id=SecretStr("bench"), secret_access_key=SecretStr("bench")
+        ),
+        consumer=ConsumerSettings(table_name=table, state_dir=root / "state"),
+        lake=LakeSettings(root=str(root / "lake")),
+        array=ArraySettings(base_url=array),
+        service=ServiceSettings(port=port, transactions_base_url=transactions, relinker_concurrency=16),
+    )
+
+
+class _ServeProcess:
+    def __init__(self, settings: Settings) -> None:
+        command = shutil.which("entitlements", path=str(Path(sys.executable).parent)) or "entitlements"
+        env = {**os.environ, **settings_environment(settings), "AWS_EC2_METADATA_DISABLED": "true"}
+        self.url = f"http://127.0.0.1:{settings.service.port}"
+        self._process = subprocess.Popen(
+            [command, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for _ in range(600):
+            try:
+                if httpx.get(self.url + "/stats", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        self.stop()
+        raise SystemExit("bench_service: the service did not start")
+
+    def stop(self) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=10)
+
+
+def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
+    config = Config(retries={"mode": "standard", "max_attempts": 2}, max_pool_connections=32)
+    dynamodb = moto_client(endpoint, "dynamodb", config)
+    table = create_table(dynamodb, f"service-bench-{uuid.uuid4().hex[:6]}").table_name
+    settings = _settings(
+        endpoint, table, fakes.array_url, fakes.transactions_url, root=root, port=_free_port()
+    )
+    limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
+    service = _ServeProcess(settings)
+    figures: list[Figure] = []
+    try:
+        with httpx.Client(limits=limits, timeout=30) as http:
+            bare = _Bare(dynamodb, table, http, fakes.array_url, fakes.transactions_url)
+            service_users = [f"svc-{uuid.uuid4().hex[:10]}" for _ in range(USERS)]
+            bare_users = [f"bare-{uuid.uuid4().hex[:10]}" for _ in range(USERS)]
+            for route in ROUTES:
+
+                def through_service(user: str, route: str = route) -> None:
+                    answer = http.post(f"{service.url}/{user}/{route}")
+                    if answer.status_code != _EXPECTED[route]:
+                        raise SystemExit(
+                            f"bench_service: {route} answered {answer.status_code} {answer.text}"
+                        )
+
+                served = _Run(through_service, service_users, CONCURRENCY)
+                direct = _Run(bare.route(route), bare_users, CONCURRENCY)
+                figures.append(
+                    Figure(
+                        name=f"{route}: service {served.rate:,.0f} req/s (p50 {served.ms(0.5):.1f} ms, "
+                        f"p99 {served.ms(0.99):.1f} ms); bare p50 {direct.ms(0.5):.1f} ms, "
+                        f"p99 {direct.ms(0.99):.1f} ms",
+                        value=served.rate,
+                        unit="req/s",
+                        baseline_name="bare loop",
+                        baseline_value=direct.rate,
+                        target="ratio >= 0.7",
+                        met=served.rate >= 0.7 * direct.rate,
+                    )
+                )
+    finally:
+        service.stop()
+    return figures
+
+
+# -- relinks -------------------------------------------------------------------------------------------
+
+
+def _relinks(endpoint: str, root: Path, fakes: _FakesProcess) -> Figure:
+    config = Config(retries={"mode": "standard", "max_attempts": 2}, max_pool_connections=64)
+    dynamodb = moto_client(endpoint, "dynamodb", config)
+    sqs = moto_client(endpoint, "sqs", config)
+    table = create_table(dynamodb, f"relink-bench-{uuid.uuid4().hex[:6]}").table_name
+    settings = _settings(endpoint, table, fakes.array_url, fakes.transactions_url, root=root, port=0)
+    parts = compose.service_parts(settings)
+    rates: dict[int, float] = {}
+    try:
+        for concurrency, jobs in RELINK_JOBS.items():
+            fakes.latency(0.0)
+            users = [f"relink-{uuid.uuid4().hex[:10]}" for _ in range(jobs)]
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(parts.service.signup, users))
+            fakes.latency(RELINK_LATENCY_SECONDS)
+            queue_url = ensure_retry_queues(sqs, f"relink-bench-{uuid.uuid4().hex[:6]}").queue_url
+            enqueue_relinks(sqs, queue_url, users)
+            worker = Relinker(
+                sqs=sqs,
+                queue_url=queue_url,
+                arraylink=parts.arraylink,
+                recorder=parts.recorder,
+                concurrency=concurrency,
+                wait_seconds=1,
+            )
+            stop = threading.Event()
+            started = time.perf_counter()
+            runner = threading.Thread(target=worker.run_forever, args=(stop,))
+            runner.start()
+            while worker.report.linked + worker.report.failed + worker.report.not_active < jobs:
+                time.sleep(0.005)
+            seconds = time.perf_counter() - started
+            stop.set()
+            runner.join()
+            if worker.report.linked != jobs:
+                raise SystemExit("bench_service: a relink did not link")
+            rates[concurrency] = jobs / seconds
+    finally:
+        parts.recorder.flush()
+        if parts.close is not None:
+            parts.close()
+    return Figure(
+        name=f"relinks at concurrency {RELINK_CONCURRENCY} ({RELINK_JOBS[RELINK_CONCURRENCY]} jobs)",
+        value=rates[RELINK_CONCURRENCY],
+        unit="relinks/s",
+        baseline_name=f"one at a time ({RELINK_JOBS[1]} jobs)",
+        baseline_value=rates[1],
+        target="ratio >= 8",
+        met=rates[RELINK_CONCURRENCY] >= 8 * rates[1],
+    )
+
+
+def main() -> None:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-service-") as folder,
+        _Process(_MOTO) as moto,
+        _FakesProcess() as fakes,
+    ):
+        root, endpoint = Path(folder), moto.urls[0]
+        routes = _routes(endpoint, root, fakes)
+        relinks = _relinks(endpoint, root, fakes)
+    print_figures(
+        f"Service routes: {USERS} users per route, {CONCURRENCY} clients, through `entitlements serve` "
+        "(uvicorn, own process) on the project's moto (own process), fakes at 0 ms (own process)",
+        routes,
+    )
+    print_figures(
+        f"Relinker: {RELINK_LATENCY_SECONDS * 1000:.0f} ms per downstream call "
+        "(transactions-service, Array), SQS jobs on moto",
+        [relinks],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""`entitlements serve`: the entitlements service's HTTP API on uvicorn (127.0.0.1 by default).
+
+Its host and port are `ENTITLEMENTS_SERVICE__HOST` / `__PORT` (or `--host` / `--port`); Array is
+`ENTITLEMENTS_ARRAY__*`, transactions-service `ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL`. The OpenAPI
+page is `/docs`. Uvicorn's access log is off: request paths hold user ids.
+"""
+
+from __future__ import annotations
+
+__all__ = ["app"]
+
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from config import load_settings
+from entitlements import compose
+from entitlements._logging import configure_logging
+
+app = typer.Typer(no_args_is_help=False, add_completion=False)
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default: service.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: service.port).")] = None,
+) -> None:
+    """Serve signup, cancellation, reactivation, second Array signup and POST /{user_id}/processor."""
+    configure_logging()
+    settings = load_settings()
+    uvicorn.run(
+        compose.service_app(settings),
+        host=host or settings.service.host,
+        port=settings.service.port if port is None else port,
+        log_config=None,  # the entry point's JSON logging on stderr
+        access_log=False,
+        lifespan="on",
+    )

@@ -1,0 +1,240 @@
+"""The table's write requests, as low-level DynamoDB requests: the one definition of every write path's
+item shapes and conditions (docs/table.md), for the service (`service.dynamo`, which makes the calls)
+and the local stack (`devstack._writes`, the simulator's and the planted faults' direct writes).
+
+Every key and item shape comes from the table contract (`schema.table`). Nothing here does I/O: each
+function returns the keyword arguments of one boto3 call (PutItem, UpdateItem) or the TransactItems of
+one TransactWriteItems. Low-level images (`{"S": ...}` attribute values) are kept as DynamoDB returns
+them. An image may hold a processor token: never log one.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SAVE_IF_ACTIVE_CONDITION",
+    "AttributeValue",
+    "LowLevelItem",
+    "attribute",
+    "business_time",
+    "cancellation_record",
+    "cancellation_transaction",
+    "entitlement_row",
+    "low_level",
+    "new_row_put",
+    "reactivation_transaction",
+    "retire_transaction",
+    "save_if_active_request",
+    "second_signup_transaction",
+    "set_status",
+    "stale_record",
+    "ttl_after",
+]
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from schema.table import EntitlementStatus, cancellation_key, entitlement_key, gsi1_key, stale_key
+
+AttributeValue = dict[str, Any]
+LowLevelItem = dict[str, AttributeValue]
+
+SAVE_IF_ACTIVE_CONDITION = "attribute_exists(pk) AND #status = :active"
+_STATUS = {"#status": "status"}
+
+
+def _s(value: str) -> AttributeValue:
+    return {"S": value}
+
+
+def low_level(plain: dict[str, str]) -> LowLevelItem:
+    """String attributes (a key, an item) as low-level attribute values."""
+    return {name: _s(value) for name, value in plain.items()}
+
+
+def attribute(image: LowLevelItem, name: str) -> str | None:
+    """A string attribute of a low-level image, or None."""
+    value = image.get(name)
+    return value.get("S") if isinstance(value, dict) else None
+
+
+def business_time(now: datetime) -> str:
+    """createdAt / updatedAt: UTC, millisecond precision, `Z` suffix."""
+    return now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def ttl_after(now: datetime, days: int) -> int:
+    """Epoch seconds `days` after `now`: a top-level Number of epoch seconds, what DynamoDB's TTL reads."""
+    return int((now + timedelta(days=days)).timestamp())
+
+
+def entitlement_row(
+    user_id: str,
+    array_account_id: str,
+    *,
+    now: datetime,
+    status: EntitlementStatus = EntitlementStatus.ACTIVE,
+    processor_token: str | None = None,
+) -> LowLevelItem:
+    """A fresh entitlement row (Active unless told). Only entitlement rows carry the GSI1 attributes; no
+    row carries a ttl (docs/table.md: only cleanup records do)."""
+    stamp = business_time(now)
+    plain = {
+        **entitlement_key(user_id, array_account_id),
+        **gsi1_key(array_account_id),
+        "userId": user_id,
+        "arrayAccountId": array_account_id,
+        "status": status.value,
+        "createdAt": stamp,
+        "updatedAt": stamp,
+    }
+    if processor_token is not None:
+        plain["processorToken"] = processor_token
+    return low_level(plain)
+
+
+def _ttl_value(ttl: int | AttributeValue) -> AttributeValue:
+    # An int is epoch seconds (a Number); an attribute value is written as given (planted faults).
+    return {"N": str(ttl)} if isinstance(ttl, int) else ttl
+
+
+def _cleanup_record(
+    key: dict[str, str], user_id: str, account: str, ttl: int | AttributeValue, now: datetime
+) -> LowLevelItem:
+    item = low_level({**key, "userId": user_id, "arrayAccountId": account, "createdAt": business_time(now)})
+    item["ttl"] = _ttl_value(ttl)
+    return item
+
+
+def cancellation_record(
+    user_id: str, array_account_id: str, *, ttl: int | AttributeValue, now: datetime
+) -> LowLevelItem:
+    """On the user's single cancellation key, naming the account to delete."""
+    return _cleanup_record(cancellation_key(user_id), user_id, array_account_id, ttl, now)
+
+
+def stale_record(
+    user_id: str, old_array_account_id: str, *, ttl: int | AttributeValue, now: datetime
+) -> LowLevelItem:
+    """On the key ending in the superseded account id, naming that account."""
+    return _cleanup_record(stale_key(user_id, old_array_account_id), user_id, old_array_account_id, ttl, now)
+
+
+def save_if_active_request(table_name: str, image: LowLevelItem) -> dict[str, Any]:
+    """dynamo.SaveIfActive: a whole-item put of exactly `image`, only if the row exists and is Active."""
+    return {
+        "TableName": table_name,
+        "Item": image,
+        "ConditionExpression": SAVE_IF_ACTIVE_CONDITION,
+        "ExpressionAttributeNames": dict(_STATUS),
+        "ExpressionAttributeValues": {":active": _s(EntitlementStatus.ACTIVE.value)},
+    }
+
+
+def set_status(
+    table_name: str,
+    key: dict[str, str],
+    *,
+    to: EntitlementStatus,
+    require: EntitlementStatus | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """An UpdateItem moving the row at `key` to `to`, only from `require` (from any status when None,
+    which no write path of the service does: the local stack's planted faults)."""
+    update: dict[str, Any] = {
+        "TableName": table_name,
+        "Key": low_level(key),
+        "UpdateExpression": "SET #status = :to, updatedAt = :now",
+        "ConditionExpression": "attribute_exists(pk)",
+        "ExpressionAttributeNames": dict(_STATUS),
+        "ExpressionAttributeValues": {":to": _s(to.value), ":now": _s(business_time(now))},
+    }
+    if require is not None:
+        update["ConditionExpression"] = "attribute_exists(pk) AND #status = :from"
+        update["ExpressionAttributeValues"][":from"] = _s(require.value)
+    return update
+
+
+def _leave_active(
+    table_name: str,
+    user_id: str,
+    array_account_id: str,
+    *,
+    to: EntitlementStatus,
+    record: LowLevelItem,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The Active row moved to `to` + the cleanup record naming its account, in one transaction."""
+    row = entitlement_key(user_id, array_account_id)
+    return [
+        {"Update": set_status(table_name, row, to=to, require=EntitlementStatus.ACTIVE, now=now)},
+        {"Put": {"TableName": table_name, "Item": record}},
+    ]
+
+
+def cancellation_transaction(
+    table_name: str, user_id: str, array_account_id: str, *, ttl: int | AttributeValue, now: datetime
+) -> list[dict[str, Any]]:
+    """Cancellation: the Active row Cancelled + the cancellation record naming its account."""
+    record = cancellation_record(user_id, array_account_id, ttl=ttl, now=now)
+    return _leave_active(
+        table_name, user_id, array_account_id, to=EntitlementStatus.CANCELLED, record=record, now=now
+    )
+
+
+def reactivation_transaction(
+    table_name: str, user_id: str, array_account_id: str, *, now: datetime
+) -> list[dict[str, Any]]:
+    """Reactivation: delete the cancellation record naming this account (the service's only delete) +
+    the Cancelled row Active again."""
+    row = entitlement_key(user_id, array_account_id)
+    return [
+        {
+            "Delete": {
+                "TableName": table_name,
+                "Key": low_level(cancellation_key(user_id)),
+                "ConditionExpression": "attribute_exists(pk) AND arrayAccountId = :account",
+                "ExpressionAttributeValues": {":account": _s(array_account_id)},
+            }
+        },
+        {
+            "Update": set_status(
+                table_name, row, to=EntitlementStatus.ACTIVE, require=EntitlementStatus.CANCELLED, now=now
+            )
+        },
+    ]
+
+
+def new_row_put(table_name: str, row: LowLevelItem) -> dict[str, Any]:
+    """A new account's row: refused if a row for that account exists (never overwrite one)."""
+    return {"TableName": table_name, "Item": row, "ConditionExpression": "attribute_not_exists(pk)"}
+
+
+def retire_transaction(
+    table_name: str,
+    user_id: str,
+    old_array_account_id: str,
+    *,
+    stale_ttl: int | AttributeValue,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The superseded row retired + the stale cleanup record on the key ending in its account id."""
+    record = stale_record(user_id, old_array_account_id, ttl=stale_ttl, now=now)
+    return _leave_active(
+        table_name, user_id, old_array_account_id, to=EntitlementStatus.SUPERSEDED, record=record, now=now
+    )
+
+
+def second_signup_transaction(
+    table_name: str,
+    user_id: str,
+    *,
+    old_array_account_id: str,
+    new_row: LowLevelItem,
+    stale_ttl: int | AttributeValue,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """Second Array signup: the new Active row, the old row Superseded, the stale record, at once."""
+    return [
+        {"Put": new_row_put(table_name, new_row)},
+        *retire_transaction(table_name, user_id, old_array_account_id, stale_ttl=stale_ttl, now=now),
+    ]

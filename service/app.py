@@ -1,0 +1,207 @@
+"""The entitlements service's HTTP API (FastAPI on uvicorn; the OpenAPI page is `/docs`).
+
+    POST /{user_id}/signup         201 created | 200 already signed up (nothing written)
+    POST /{user_id}/cancellation   200 Cancelled
+    POST /{user_id}/reactivation   200 Active again
+    POST /{user_id}/array-signup   201 new row | 200 the same account again (nothing written)
+    POST /{user_id}/processor      200 linked | 404 ErrEntitlementNotActive (arraylink)
+    GET  /stats                    counts only (writes by kind, outcomes by kind and by kind:detail)
+
+Every refusal is a JSON body `{"error": <code>, "message": <words>}`: 404 unknown user or entitlement
+not active, 409 wrong state, 422 validation, 502 a downstream refusal, 503 (with Retry-After) when a
+downstream call kept failing through its retries: safe to retry. No body, message or log line holds a
+user id, an account id or a token; the server's access log is off (paths hold user ids).
+
+Route handlers are plain functions: FastAPI runs them on its thread pool, each on the service's
+thread-safe parts (boto3 and httpx clients).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ServiceParts", "create_app"]
+
+import logging
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Path, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from schema.errors import EntitlementsError, RetryableError
+from service.arraylink import link_and_record
+from service.errors import ServiceRefusal, ServiceUnavailableError
+from service.outcomes import OutcomeRecorder
+from service.parts import ServiceParts
+from service.writes import SignupResult
+
+logger = logging.getLogger(__name__)
+
+USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="Our user id (the erasure ACCOUNT key)")]
+
+
+class Account(BaseModel):
+    arrayAccountId: str
+    status: str
+    written: bool
+
+
+class SecondSignup(Account):
+    retired: bool
+
+
+class Linked(BaseModel):
+    arrayAccountId: str
+    status: str = "linked"
+
+
+class Refusal(BaseModel):
+    error: str
+    message: str
+
+
+_REFUSALS: dict[int | str, dict[str, Any]] = {
+    404: {"model": Refusal, "description": "unknown user, or no Active entitlement"},
+    409: {"model": Refusal, "description": "the user's rows are not in the state the operation needs"},
+    422: {"model": Refusal, "description": "validation"},
+    502: {"model": Refusal, "description": "Array or transactions-service refused the call"},
+    503: {"model": Refusal, "description": "a downstream call kept failing: safe to retry"},
+}
+
+
+def _refusal(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": code, "message": message}, headers=headers)
+
+
+def _answer(error: EntitlementsError) -> JSONResponse:
+    if isinstance(error, ServiceRefusal):
+        return _refusal(error.status, error.code, str(error))
+    if isinstance(error, RetryableError):
+        code = error.code if isinstance(error, ServiceUnavailableError) else "table_unavailable"
+        return _refusal(503, code, "a downstream call kept failing: retry the request", {"Retry-After": "1"})
+    # A terminal AWS error (its message is the operation and the AWS code) or another terminal failure.
+    return _refusal(500, "internal", str(error) if hasattr(error, "operation") else type(error).__name__)
+
+
+class _Flusher:
+    """Lands the recorded outcomes in the lake at least every `seconds`, and once more at shutdown."""
+
+    def __init__(self, recorder: OutcomeRecorder, seconds: float) -> None:
+        self._recorder = recorder
+        self._seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="outcome-flusher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._seconds):
+            self._flush()
+
+    def _flush(self) -> None:
+        try:
+            self._recorder.flush()
+        except EntitlementsError as failed:  # kept buffered: the next flush writes the same files
+            logger.warning("outcome flush failed", extra={"error": type(failed).__name__})
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._flush()
+
+
+def create_app(parts: ServiceParts) -> FastAPI:
+    """The ASGI app. Its lifespan starts the outcome flusher and, at shutdown, lands what is left."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        flusher = _Flusher(parts.recorder, parts.outcome_flush_seconds)
+        flusher.start()
+        try:
+            yield
+        finally:
+            flusher.stop()
+            if parts.close is not None:
+                parts.close()
+
+    app = FastAPI(
+        title="entitlements service",
+        description="Signup, cancellation, reactivation, second Array signup and Array link writes.",
+        version="1",
+        lifespan=lifespan,
+        responses=_REFUSALS,
+    )
+
+    @app.exception_handler(EntitlementsError)
+    async def refused(_: Request, error: EntitlementsError) -> JSONResponse:
+        return _answer(error)
+
+    @app.exception_handler(Exception)
+    async def failed(_: Request, error: Exception) -> JSONResponse:
+        # An unexpected failure: its class only (a message or traceback may hold data).
+        logger.error("request failed", extra={"error": type(error).__name__})
+        return _refusal(500, "internal", "the request failed")
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        # Where, never what: the input may be a user id.
+        fields = sorted({".".join(str(part) for part in detail.get("loc", ())) for detail in error.errors()})
+        return _refusal(422, "validation", "invalid request: " + ", ".join(fields))
+
+    service = parts.service
+
+    @app.post("/{user_id}/signup", status_code=201, response_model=Account)
+    def signup(user_id: UserId) -> Any:
+        """Create the user at Array, then write a fresh Active row (one unconditional put)."""
+        result = service.signup(user_id)
+        return _account(result, 201)
+
+    @app.post("/{user_id}/cancellation", response_model=Account)
+    def cancellation(user_id: UserId) -> Account:
+        """The Active row Cancelled and the cancellation record, in one transaction."""
+        return Account(arrayAccountId=service.cancel(user_id), status="Cancelled", written=True)
+
+    @app.post("/{user_id}/reactivation", response_model=Account)
+    def reactivation(user_id: UserId) -> Account:
+        """The cancellation record deleted and its row Active again, in one transaction."""
+        return Account(arrayAccountId=service.reactivate(user_id), status="Active", written=True)
+
+    @app.post("/{user_id}/array-signup", status_code=201, response_model=SecondSignup)
+    def array_signup(user_id: UserId) -> Any:
+        """A second Array signup: new Active row, the old one retired with a stale cleanup record."""
+        result = service.second_signup(user_id)
+        body = SecondSignup(
+            arrayAccountId=result.array_account_id,
+            status="Active",
+            written=result.written,
+            retired=result.retired,
+        )
+        return JSONResponse(status_code=201 if result.written else 200, content=body.model_dump())
+
+    @app.post("/{user_id}/processor", response_model=Linked)
+    def processor(user_id: UserId) -> Any:
+        """arraylink: resolve the primary account, post its processor token to Array, SaveIfActive."""
+        attempt = link_and_record(parts.arraylink, parts.recorder, user_id, job_id=uuid.uuid4().hex)
+        if attempt.error is not None:
+            return _answer(attempt.error)
+        return Linked(arrayAccountId=attempt.array_account_id or "")
+
+    @app.get("/stats")
+    def stats() -> dict[str, dict[str, int]]:
+        """Counts only: the service's writes by kind, its outcomes by kind and by kind and detail
+        (`link.not_active:save_refused` counts the links SaveIfActive refused)."""
+        outcomes, details = parts.recorder.snapshot()
+        return {"requests": service.snapshot(), "outcomes": outcomes, "outcome_details": details}
+
+    return app
+
+
+def _account(result: SignupResult, created: int) -> JSONResponse:
+    body = Account(arrayAccountId=result.array_account_id, status="Active", written=result.written)
+    return JSONResponse(status_code=created if result.written else 200, content=body.model_dump())

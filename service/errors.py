@@ -1,0 +1,86 @@
+"""The service's refusals and failures, in the project's one exception tree (`schema.errors`).
+
+Each refusal carries the HTTP status and the short machine code the routes answer with; its message is
+words only (never a user id, an account id, a token or a body), so it may be logged and returned.
+
+    TerminalError ── ServiceRefusal ─┬─ UnknownUserError            404 unknown_user
+                                     ├─ EntitlementNotActiveError   404 entitlement_not_active
+                                     ├─ WrongStateError             409 <the state rule>
+                                     └─ DownstreamRefusedError      502 <service>_<status>
+    RetryableError ── ServiceUnavailableError                       503 <what> (safe to retry)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DownstreamRefusedError",
+    "EntitlementNotActiveError",
+    "ErrEntitlementNotActive",
+    "ServiceRefusal",
+    "ServiceUnavailableError",
+    "UnknownUserError",
+    "WrongStateError",
+]
+
+from schema.errors import RetryableError, TerminalError
+
+
+class ServiceRefusal(TerminalError):
+    """A request the service refuses: retrying it unchanged cannot help."""
+
+    status = 400
+    code = "refused"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        if code is not None:
+            self.code = code
+        super().__init__(message)
+
+
+class UnknownUserError(ServiceRefusal):
+    """The user has no entitlement row at all."""
+
+    status = 404
+    code = "unknown_user"
+
+
+class EntitlementNotActiveError(ServiceRefusal):
+    """arraylink.ErrEntitlementNotActive: the row a link read is gone or no longer Active (SaveIfActive
+    refused the write), or the user holds no Active row. Terminal on both paths: the endpoint answers
+    404, the relinker records it and never retries."""
+
+    status = 404
+    code = "entitlement_not_active"
+
+    def __init__(self, message: str, *, reason: str = "no_active_row") -> None:
+        self.reason = reason  # "no_active_row" (at the read) or "save_refused" (SaveIfActive's condition)
+        self.array_account_id: str | None = None  # the account of the row read, when there was one
+        super().__init__(message)
+
+
+ErrEntitlementNotActive = EntitlementNotActiveError
+
+
+class WrongStateError(ServiceRefusal):
+    """The user's rows are not in the state the operation moves them from (`code` names the rule)."""
+
+    status = 409
+    code = "wrong_state"
+
+
+class DownstreamRefusedError(ServiceRefusal):
+    """Array or transactions-service refused the call (a 4xx other than throttling): not retried."""
+
+    status = 502
+    code = "downstream_refused"
+
+
+class ServiceUnavailableError(RetryableError):
+    """A downstream call (Array, transactions-service, DynamoDB) kept failing transiently through its
+    bounded retries. The route answers 503; the request is safe to retry."""
+
+    status = 503
+
+    def __init__(self, message: str, *, code: str) -> None:
+        self.code = code
+        super().__init__(message)
