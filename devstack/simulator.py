@@ -72,18 +72,12 @@ from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from devstack import _writes as writes
-from devstack._aws_errors import cancellation_codes
 from pipeline.clock import Clock
-from schema.aws_errors import aws_error_code, converted
+from schema.aws_errors import RETRYABLE_CANCELLATION_CODES, aws_error_code, cancellation_codes, converted
 from schema.errors import RetryableError, TerminalError
 from schema.table import EntitlementStatus, cancellation_key, entitlement_key, stale_key
 
 _log = logging.getLogger(__name__)
-
-# Cancellation reasons after which the same transaction may pass.
-_RETRYABLE_CANCELLATIONS = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
-)
 
 CANARY_TOKEN_PREFIX = "PTOK-CANARY-"  # noqa: S105  (a marker to search for, not a secret)
 _TOKEN_PREFIX = "ptok-"  # noqa: S105
@@ -217,7 +211,7 @@ class EntitlementTable:
                     if aws_error_code(error) == "TransactionCanceledException":
                         if failed <= {"ConditionalCheckFailed"}:
                             raise TransactionRefused("transaction refused", codes) from None
-                        if failed & _RETRYABLE_CANCELLATIONS:
+                        if failed & RETRYABLE_CANCELLATION_CODES:
                             raise RetryableError("DynamoDB TransactWriteItems cancelled: conflict") from None
                     with converted("DynamoDB TransactWriteItems"):
                         raise

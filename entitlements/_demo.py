@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-from analytics import LakeHandler, lake_from_settings, snapshot
+from analytics import lake_from_settings, snapshot
 from analytics.audits import AuditReport, load_config, render_report, run_audits
 from analytics.views import connect
 from config import Settings, load_settings
@@ -393,7 +393,7 @@ def run_demo(options: DemoOptions, progress: Callable[[str], None]) -> DemoResul
             # Parked cleanups are drained while the consumer still runs: the retry worker's own writes
             # (rows marked Removed) reach the stream, and the consumer lands them in the lake.
             lake = lake_from_settings(settings)
-            landing = LakeHandler(lake, settings.lake, name="retry-worker-lake")
+            landing = compose.lake_handler(settings, name="retry-worker-lake")
             drained = compose.retry_worker(settings, landing).drain(max_seconds=60)
             landing.flush()
             progress(f"retry worker drained parked cleanups ({drained})")

@@ -173,10 +173,11 @@ def cleanup_handler(
 
 
 def retry_worker(
-    settings: Settings, lake: LakeHandler, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
+    settings: Settings, lake: DroppingUsers, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
 ) -> RetryWorker:
-    """The retry worker, landing its outcomes in `lake` (flushed before a message is acknowledged).
-    Outcomes of erased accounts (a cleanup parked before the erasure) are dropped, as at the consumer."""
+    """The retry worker, landing its outcomes in `lake` (a `lake_handler`: flushed before a message is
+    acknowledged; outcomes of erased accounts, a cleanup parked before the erasure, dropped as at the
+    consumer)."""
     clients = _CleanupClients(settings, queue_name)
     return RetryWorker(
         # Not a flush's client: its reads must outlast the worker's long poll.
@@ -185,7 +186,7 @@ def retry_worker(
         array=clients.array,
         table_name=settings.consumer.table_name,
         queue_url=clients.queue_url,
-        sink=DroppingUsers(lake, erased_filter(ErasureLedger.from_settings(settings))),
+        sink=lake,
         clock=clock_from_settings(settings.clock),
         flush_outcomes=lake.flush,
         concurrency=settings.array.concurrency,

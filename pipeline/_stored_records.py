@@ -3,13 +3,18 @@
 A record stored twice (a replay, a re-drive that fails again) lands on the same file and the first
 copy is kept, so counts stay honest and storing is idempotent. Files are 0600 and folders 0700: they
 hold raw customer data.
+
+A damaged file (not JSON, a field missing or of the wrong type, bad base64: hand-edited, truncated) is
+never a reason to stop: listing logs it by path (shard and sequence only, no content) and skips it,
+and `damaged_files` names every one still there, so the commands can report them and exit non-zero.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "damaged_files",
     "private_folders",
-    "read_documents",
+    "read_stored",
     "record_path",
     "safe_name",
     "sequence_file_stem",
@@ -18,13 +23,21 @@ __all__ = [
 
 import base64
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pipeline._files import private_dir, write_private_file
 from pipeline.events import is_sequence_number, sortable_sequence
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+# Bad JSON, UTF-8 or base64 (ValueError), a missing field (KeyError), a wrong shape (TypeError).
+_DAMAGE = (ValueError, KeyError, TypeError)
 
 
 def record_path(root: Path, *folders: str, sequence_number: str) -> Path:
@@ -57,15 +70,52 @@ def store_document(root: Path, path: Path, *, raw: bytes, stamp_field: str, **fi
     return path
 
 
-def read_documents(root: Path, pattern: str) -> Iterator[tuple[Path, dict[str, Any], bytes]]:
-    if not root.exists():
-        return
-    for path in sorted(root.glob(pattern)):
+def read_stored(root: Path, pattern: str, parse: Callable[[Path, Any], _T]) -> Iterator[_T]:
+    """Each file under `root` matching `pattern`, parsed from its JSON document; a damaged one is
+    logged by its path and skipped, never stopping the others."""
+    for path in _listed(root, pattern):
         try:
-            document = json.loads(path.read_bytes())
-        except FileNotFoundError:  # removed (re-driven, erased) while we listed
+            item = parse(path, json.loads(path.read_bytes()))
+        except FileNotFoundError:  # removed (re-driven, replayed, erased) while we listed
             continue
-        yield path, document, base64.b64decode(document["raw_base64"])
+        except _DAMAGE as error:
+            logger.warning(
+                "stored file damaged, skipped", extra={"path": str(path), "error": type(error).__name__}
+            )
+            continue
+        yield item
+
+
+def damaged_files(root: Path, pattern: str, parse: Callable[[Path, Any], object]) -> list[Path]:
+    """The files under `root` matching `pattern` that `parse` cannot read, sorted."""
+    damaged = []
+    for path in _listed(root, pattern):
+        try:
+            parse(path, json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            continue
+        except _DAMAGE:
+            damaged.append(path)
+    return damaged
+
+
+def text_field(document: Any, name: str) -> str:
+    """`document[name]`, which must be text; anything else is a damaged file (KeyError, TypeError)."""
+    if not isinstance(document, dict):
+        raise TypeError("not a JSON object")
+    value = document[name]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is not text")
+    return value
+
+
+def base64_field(document: Any, name: str) -> bytes:
+    """`document[name]` decoded from strict base64 (binascii.Error, a ValueError, when it is not)."""
+    return base64.b64decode(text_field(document, name), validate=True)
+
+
+def _listed(root: Path, pattern: str) -> list[Path]:
+    return sorted(path for path in root.glob(pattern) if path.is_file()) if root.exists() else []
 
 
 def safe_name(part: str) -> str:

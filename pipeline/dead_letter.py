@@ -14,7 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline._stored_records import read_documents, record_path, store_document
+from pipeline._stored_records import (
+    base64_field,
+    damaged_files,
+    read_stored,
+    record_path,
+    store_document,
+    text_field,
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,22 @@ class DeadLetter:
     sequence_number: str
     dead_lettered_at: str
     path: Path
+
+
+_PATTERN = "*/*/*.json"
+
+
+def _letter(path: Path, doc: object) -> DeadLetter:
+    return DeadLetter(
+        raw=base64_field(doc, "raw_base64"),
+        reason=text_field(doc, "reason"),
+        handler=text_field(doc, "handler"),
+        stream_arn=text_field(doc, "stream_arn"),
+        shard_id=text_field(doc, "shard_id"),
+        sequence_number=text_field(doc, "sequence_number"),
+        dead_lettered_at=text_field(doc, "dead_lettered_at"),
+        path=path,
+    )
 
 
 class DeadLetters:
@@ -53,20 +76,15 @@ class DeadLetters:
         )
 
     def __iter__(self) -> Iterator[DeadLetter]:
-        for path, doc, raw in read_documents(self._root, "*/*/*.json"):
-            yield DeadLetter(
-                raw=raw,
-                reason=doc["reason"],
-                handler=doc["handler"],
-                stream_arn=doc["stream_arn"],
-                shard_id=doc["shard_id"],
-                sequence_number=doc["sequence_number"],
-                dead_lettered_at=doc["dead_lettered_at"],
-                path=path,
-            )
+        """Every readable letter; a damaged file is logged by path and skipped (see `damaged`)."""
+        return read_stored(self._root, _PATTERN, _letter)
+
+    def damaged(self) -> list[Path]:
+        """The files that cannot be read as a dead letter (left in place, never listed)."""
+        return damaged_files(self._root, _PATTERN, _letter)
 
     def count(self) -> int:
-        return sum(1 for _ in self._root.glob("*/*/*.json")) if self._root.exists() else 0
+        return sum(1 for _ in self._root.glob(_PATTERN)) if self._root.exists() else 0
 
     def remove(self, record: DeadLetter) -> None:
         record.path.unlink(missing_ok=True)

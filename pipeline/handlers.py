@@ -11,6 +11,15 @@ transient: the consumer retries a `RetryableError` from `flush` with backoff, th
 records the handler had not finished (pipeline.parking) and calls `discard_pending`, so one failing
 handler neither loses work nor stalls the shard.
 
+A flush that fails after part of its work ended says which part by raising
+`schema.errors.FlushIncomplete` with the (shard id, sequence number) of every event, given since the
+last successful flush, that needs nothing more from it (its work done and its outputs handed to its
+sinks, handed to another durable owner such as a retry queue, or nothing to do for it). Those records
+are never parked or replayed for it; a flush raising anything else is taken to have finished nothing.
+A handler keeps pending only what it did not finish, so the consumer's retry redoes only that. Listing
+the finished (rather than the failed, as Lambda's partial batch response does) errs towards a retry,
+never towards a loss.
+
 A handler may hand its outputs to other handlers (the cleanup processor hands its outcomes to the lake).
 It says so when registered (`feeds=("lake",)`), and the registry flushes every producer before the sinks
 it feeds, whatever the registration order, so a producer's outputs are durable before the checkpoint.
@@ -40,7 +49,8 @@ class Handler(Protocol):
         ...
 
     def flush(self) -> None:
-        """Make everything added so far durable. Return only when it is."""
+        """Make everything added so far durable. Return only when it is; raise `FlushIncomplete`
+        naming what finished when only part of it is."""
         ...
 
     def discard_pending(self) -> None:

@@ -17,7 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline._files import write_private_file
-from pipeline._stored_records import private_folders, safe_name, sequence_file_stem
+from pipeline._stored_records import (
+    base64_field,
+    damaged_files,
+    private_folders,
+    read_stored,
+    safe_name,
+    sequence_file_stem,
+    text_field,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,25 @@ class ParkedBatch:
     shard_id: str
     reason: str
     records: tuple[RawRecord, ...]
+
+
+_PATTERN = "*/*.json"
+
+
+def _batch(path: Path, doc: object) -> ParkedBatch:
+    records = doc.get("records") if isinstance(doc, dict) else None
+    if not isinstance(records, list):
+        raise TypeError("records is not a list")
+    return ParkedBatch(
+        path=path,
+        handler=text_field(doc, "handler"),
+        stream_arn=text_field(doc, "stream_arn"),
+        shard_id=text_field(doc, "shard_id"),
+        reason=text_field(doc, "reason"),
+        records=tuple(
+            RawRecord(base64_field(r, "data_base64"), text_field(r, "sequence_number")) for r in records
+        ),
+    )
 
 
 class ParkedWork:
@@ -65,27 +92,15 @@ class ParkedWork:
         return path
 
     def __iter__(self) -> Iterator[ParkedBatch]:
-        if not self._root.exists():
-            return
-        for path in sorted(self._root.glob("*/*.json")):
-            try:
-                doc = json.loads(path.read_bytes())
-            except FileNotFoundError:  # replayed or erased while we listed
-                continue
-            yield ParkedBatch(
-                path=path,
-                handler=doc["handler"],
-                stream_arn=doc["stream_arn"],
-                shard_id=doc["shard_id"],
-                reason=doc["reason"],
-                records=tuple(
-                    RawRecord(base64.b64decode(r["data_base64"]), r["sequence_number"])
-                    for r in doc["records"]
-                ),
-            )
+        """Every readable batch; a damaged file is logged by path and skipped (see `damaged`)."""
+        return read_stored(self._root, _PATTERN, _batch)
+
+    def damaged(self) -> list[Path]:
+        """The files that cannot be read as a parked batch (left in place, never replayed)."""
+        return damaged_files(self._root, _PATTERN, _batch)
 
     def count(self) -> int:
-        return sum(1 for _ in self._root.glob("*/*.json")) if self._root.exists() else 0
+        return sum(1 for _ in self._root.glob(_PATTERN)) if self._root.exists() else 0
 
     def remove(self, batch: ParkedBatch) -> None:
         batch.path.unlink(missing_ok=True)

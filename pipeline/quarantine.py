@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline._stored_records import (
-    read_documents,
+    base64_field,
+    damaged_files,
+    read_stored,
     record_path,
     safe_name,
     sequence_file_stem,
     store_document,
+    text_field,
 )
 
 
@@ -31,6 +34,21 @@ class QuarantinedRecord:
     sequence_number: str
     quarantined_at: str
     path: Path
+
+
+_PATTERN = "*/*.json"
+
+
+def _record(path: Path, doc: object) -> QuarantinedRecord:
+    return QuarantinedRecord(
+        raw=base64_field(doc, "raw_base64"),
+        reason=text_field(doc, "reason"),
+        stream_arn=text_field(doc, "stream_arn"),
+        shard_id=text_field(doc, "shard_id"),
+        sequence_number=text_field(doc, "sequence_number"),
+        quarantined_at=text_field(doc, "quarantined_at"),
+        path=path,
+    )
 
 
 class Quarantine:
@@ -54,19 +72,15 @@ class Quarantine:
         )
 
     def __iter__(self) -> Iterator[QuarantinedRecord]:
-        for path, doc, raw in read_documents(self._root, "*/*.json"):
-            yield QuarantinedRecord(
-                raw=raw,
-                reason=doc["reason"],
-                stream_arn=doc["stream_arn"],
-                shard_id=doc["shard_id"],
-                sequence_number=doc["sequence_number"],
-                quarantined_at=doc["quarantined_at"],
-                path=path,
-            )
+        """Every readable record; a damaged file is logged by path and skipped (see `damaged`)."""
+        return read_stored(self._root, _PATTERN, _record)
+
+    def damaged(self) -> list[Path]:
+        """The files that cannot be read as a quarantined record (left in place, never listed)."""
+        return damaged_files(self._root, _PATTERN, _record)
 
     def count(self) -> int:
-        return sum(1 for _ in self._root.glob("*/*.json")) if self._root.exists() else 0
+        return sum(1 for _ in self._root.glob(_PATTERN)) if self._root.exists() else 0
 
     def remove(self, record: QuarantinedRecord) -> None:
         record.path.unlink(missing_ok=True)

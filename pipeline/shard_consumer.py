@@ -14,8 +14,17 @@ Every record of a window (the records since the last checkpoint) ends in exactly
   help: its dependency did not answer within its budget); then the handler's unfinished records of the
   window (never a quarantined one, never one it dead-lettered) are parked as raw records and its pending
   work discarded.
-  A producer whose sink could not flush has its window parked too, since its outputs were not made
-  durable: nothing checkpoints past unhandled work.
+  A record is never retried once it finished. A flush that fails after finishing part of the window
+  says so by raising `schema.errors.FlushIncomplete` with the (shard, sequence number) of each event
+  whose work ended (the finished sets of every attempt of that commit are united); the others are its
+  unfinished records. A flush that fails with any other exception (or an `add` that failed) finished
+  nothing: the handler's whole window is unfinished.
+  A record finished by a producer is finished only once the sinks it feeds have flushed, since its
+  outputs (the cleanup's outcomes) wait in their buffers. So when a sink cannot flush, each producer
+  feeding it has every record of its window parked, the ones it had finished included: the sink's
+  buffer, holding their outputs, is discarded, and replaying them is how the outputs are made again
+  (handlers are idempotent: a cleanup replayed finds its account gone and records the outcome again).
+  Either way nothing checkpoints past unhandled work, and no output is lost.
 
 A checkpoint is taken only after every handler has flushed (or parked) everything before it, producers
 before the sinks they feed. A checkpoint refused because this worker no longer holds the shard's lease
@@ -61,7 +70,7 @@ from pipeline.events import StreamEvent
 from pipeline.handlers import Handler, HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
-from schema.errors import EntitlementsError, RecordContext, RecordRejected, RetryableError
+from schema.errors import EntitlementsError, FlushIncomplete, RecordContext, RecordRejected, RetryableError
 
 logger = logging.getLogger(__name__)
 
@@ -323,26 +332,30 @@ class ShardConsumer:
     def _flush_window(self) -> WindowReport:
         """Every handler flushed (or its unfinished records parked), producers before their sinks; then
         the producers of a sink that failed are parked too. The window starts anew."""
-        failures: dict[str, str] = {}
+        failures: dict[str, _Failure] = {}
         for handler in self._order:
-            failure = self._failed_adds.get(handler.name) or self._flush(handler)
+            add_failure = self._failed_adds.get(handler.name)
+            failure = _Failure(add_failure) if add_failure is not None else self._flush(handler)
             if failure is not None:
                 failures[handler.name] = failure
                 handler.discard_pending()
         parked_files: list[Path] = []
         for handler in self._order:
             name = handler.name
-            code = failures.get(name)
-            reason = code
-            if code is None:
-                failed_sinks = [sink for sink in self._sinks[name] if sink in failures]
-                if not failed_sinks:
-                    continue
-                # Its outputs did not become durable: its records replay, and their outputs with them.
-                code = failures[failed_sinks[0]]
-                reason = f"sink {failed_sinks[0]} failed: {code}"
-            assert reason is not None
-            path = self._park(handler, reason=reason, code=code)
+            own = failures.get(name)
+            failed_sinks = [sink for sink in self._sinks[name] if sink in failures]
+            if failed_sinks:
+                # Its outputs did not become durable: every record replays (the finished ones too), and
+                # their outputs with them.
+                code = own.code if own is not None else failures[failed_sinks[0]].code
+                reason = code if own is not None else f"sink {failed_sinks[0]} failed: {code}"
+                finished: frozenset[tuple[str, str]] = frozenset()
+            elif own is not None:
+                code = reason = own.code
+                finished = own.finished
+            else:
+                continue
+            path = self._park(handler, reason=reason, code=code, finished=finished)
             if path is not None:
                 parked_files.append(path)
         report = WindowReport(
@@ -351,9 +364,10 @@ class ShardConsumer:
         self._reset_window()
         return report
 
-    def _flush(self, handler: Handler) -> str | None:
+    def _flush(self, handler: Handler) -> _Failure | None:
         """Flush, retrying a `RetryableError` with backoff (not one that says `park_now`: that parks at
-        once); the error code if it still fails."""
+        once); if it still fails, the error code and the events any attempt said it finished."""
+        finished: set[tuple[str, str]] = set()
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
@@ -362,17 +376,28 @@ class ShardConsumer:
                 reraise=True,
             ):
                 with attempt:
-                    handler.flush()
+                    try:
+                        handler.flush()
+                    except FlushIncomplete as error:
+                        finished |= error.finished
+                        raise
         except Exception as error:
-            return type(error).__name__
+            return _Failure(type(error).__name__, frozenset(finished))
         return None
 
-    def _park(self, handler: Handler, *, reason: str, code: str) -> Path | None:
+    def _park(
+        self, handler: Handler, *, reason: str, code: str, finished: frozenset[tuple[str, str]]
+    ) -> Path | None:
         name = handler.name
         if handler not in self._receivers:
             return None  # flushed only: it was given none of these records
         rejected = self._rejected.get(name, ())
-        owed = [record for i, record in enumerate(self._decoded) if i not in rejected]
+        shard = self._shard_id
+        owed = [
+            record
+            for i, record in enumerate(self._decoded)
+            if i not in rejected and (shard, record.sequence_number) not in finished
+        ]
         if not owed:
             return None
         path = self._parked.park(
@@ -426,6 +451,14 @@ class ShardConsumer:
 
     def _where(self, record: RawRecord) -> dict[str, str]:
         return {"shard": self._shard_id, "sequence_number": record.sequence_number}
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why a handler could not finish its window, and the events it finished all the same."""
+
+    code: str
+    finished: frozenset[tuple[str, str]] = frozenset()
 
 
 def _worth_retrying(error: BaseException) -> bool:

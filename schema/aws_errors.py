@@ -8,6 +8,9 @@ The one reading of an AWS failure, for every part that calls a boto3 client:
 - `RETRYABLE_AWS_CODES`: the codes after which the same call may succeed (botocore's standard retry mode's
   throttling and transient codes, and DynamoDB's documented retryable errors).
 - `is_retryable_aws_error(error)`: a retryable code, an HTTP 5xx, or a connection fault.
+- `cancellation_codes(error)`: DynamoDB's per-item reasons of a cancelled transaction, in the
+  transaction's order; `RETRYABLE_CANCELLATION_CODES`: the reasons after which the same transaction may
+  pass.
 - `converted(operation)`: a context manager re-raising botocore errors as `AwsRetryableError` or
   `AwsTerminalError` (a `RetryableError` / `TerminalError` carrying `operation` and `code`), `from None`.
   A part with its own error type wraps this one (`processors.erasure` turns both into its step error).
@@ -21,9 +24,11 @@ from __future__ import annotations
 
 __all__ = [
     "RETRYABLE_AWS_CODES",
+    "RETRYABLE_CANCELLATION_CODES",
     "AwsRetryableError",
     "AwsTerminalError",
     "aws_error_code",
+    "cancellation_codes",
     "converted",
     "is_retryable_aws_error",
 ]
@@ -62,6 +67,11 @@ RETRYABLE_AWS_CODES: frozenset[str] = frozenset(
     }
 )
 
+# DynamoDB's per-item reasons of a TransactionCanceledException after which the same transaction may pass.
+RETRYABLE_CANCELLATION_CODES: frozenset[str] = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
+)
+
 # An AWS error code is an identifier; anything else is reported by the error's class name instead.
 _ERROR_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -76,6 +86,15 @@ def aws_error_code(error: BaseException) -> str:
         if isinstance(code, str) and _ERROR_CODE.fullmatch(code):
             return code
     return type(error).__name__
+
+
+def cancellation_codes(error: ClientError) -> list[str]:
+    """The per-item reason codes of a TransactionCanceledException, in the transaction's order ("None"
+    for an item that passed); [] for any other error."""
+    reasons = error.response.get("CancellationReasons")
+    if not isinstance(reasons, list):
+        return []
+    return [str(r.get("Code", "None")) if isinstance(r, Mapping) else "None" for r in reasons]
 
 
 def _status(error: ClientError) -> int:

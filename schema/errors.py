@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "EntitlementsError",
+    "FlushIncomplete",
     "RecordContext",
     "RecordRejected",
     "RetryableError",
@@ -60,6 +61,26 @@ class RetryableError(EntitlementsError):
     def __init__(self, message: str, *, context: RecordContext | None = None, park_now: bool = False) -> None:
         self.park_now = park_now
         super().__init__(message, context=context)
+
+
+class FlushIncomplete(RetryableError):
+    """A handler's flush failed after finishing part of what it was given: Lambda's partial batch
+    response, the other way round (it lists what finished, so anything it forgets is retried, never lost).
+
+    `finished` holds the (shard id, sequence number) of every event given to the handler since its last
+    successful flush whose work ended (its outcome recorded, or handed to another durable owner); the
+    consumer parks only the others. A flush that raises anything else has finished nothing."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        finished: frozenset[tuple[str, str]] = frozenset(),
+        context: RecordContext | None = None,
+        park_now: bool = False,
+    ) -> None:
+        self.finished = finished
+        super().__init__(message, context=context, park_now=park_now)
 
 
 class TerminalError(EntitlementsError):

@@ -53,6 +53,9 @@ class OutcomeKind(StrEnum):
     LINK_FAILED = "link.failed"  # retries exhausted (the job is redelivered) or a downstream refusal
     # A second Array signup whose retire of the old row was refused: the new row was kept alone.
     SECOND_SIGNUP_RETIRE_REFUSED = "second_signup.retire_refused"
+    # The service had Array create an account for a signup or a second signup, before writing the row
+    # naming it (analytics/sql/audits/array_account_without_row.sql finds one that no row names).
+    ARRAY_ACCOUNT_CREATED = "array.account_created"
 
 
 # The final outcomes of an expired cleanup, the one to keep first: of two recorded for one expiry (a crash

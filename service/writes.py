@@ -3,7 +3,9 @@ seed and `docs/table.md` describe them (every condition is stated there).
 
 - signup: the user is created at Array, then one unconditional put of a fresh Active row. A put that
   fails answers 503 and the request is safe to retry (a user already holding an Active row gets it back,
-  nothing written). An Array account left with no row by a failed put is an audit finding.
+  nothing written). Every account Array creates is recorded first (outcome `array.account_created`,
+  landed in the lake with the service's other outcomes), so an account left with no row by a failed put
+  is an audit finding (analytics/sql/audits/array_account_without_row.sql, after the outcome grace).
 - cancellation: the Active row Cancelled and the cancellation record (ttl = now + CLEANUP_TTL_DAYS, on
   the user's single cancellation key, naming the account), in one transaction.
 - reactivation: the cancellation record deleted (the only delete the service's write paths perform) and
@@ -92,11 +94,12 @@ class EntitlementService:
                 "the user has signed up before and holds no Active row", code="signed_up_before"
             )
         account = self._array.create_user(user_id)
+        self._account_created(user_id, account, by="signup")
         row = dynamo.entitlement_row(user_id, account, now=self._clock.now())
         try:
             self._table.put_row(row)
         except EntitlementsError as failed:
-            logger.warning(
+            logger.warning(  # the account_created outcome makes the account without a row a finding
                 "signup put failed", extra={"code": getattr(failed, "code", type(failed).__name__)}
             )
             raise ServiceUnavailableError(
@@ -104,6 +107,22 @@ class EntitlementService:
             ) from None
         self._count("signup")
         return SignupResult(account, written=True)
+
+    def _account_created(self, user_id: str, account: str, *, by: str) -> None:
+        """Record that Array created `account` for the user, before the write that names it: if that
+        write never lands, the audit finds the account with no row. Its identity is (user, account), so
+        a retried signup answered the same account records it once."""
+        kind = OutcomeKind.ARRAY_ACCOUNT_CREATED
+        self._recorder.record(
+            OutcomeEvent(
+                outcome_id=outcome_id(f"array-account|{user_id}|{account}", kind),
+                kind=kind,
+                occurred_at=self._clock.now(),
+                user_id=user_id,
+                array_account_id=account,
+                detail=by,
+            )
+        )
 
     # -- cancellation and reactivation --------------------------------------------------------------
 
@@ -174,6 +193,7 @@ class EntitlementService:
             raise WrongStateError(
                 "Array answered an account the user held before", code="account_held_before"
             )
+        self._account_created(user_id, new_account, by="second_signup")
         now = self._clock.now()
         new_row = dynamo.entitlement_row(user_id, new_account, now=now)
         stale_ttl = dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)

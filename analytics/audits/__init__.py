@@ -7,44 +7,18 @@ thresholds (analytics/audits/defaults.toml) and returns an `AuditReport`, which 
 or HTML (`render_report`). `entitlements audit` is the command.
 """
 
-from analytics.audits._checks import (
-    AUDIT_SQL_DIR,
-    CHECK_ORDER,
-    Check,
-    CheckDefinitionError,
-    Scope,
-    load_checks,
-)
-from analytics.audits._config import (
-    DEFAULTS_PATH,
-    AuditConfig,
-    AuditConfigError,
-    AuditParameters,
-    Thresholds,
-    load_config,
-)
-from analytics.audits._models import AuditReport, CheckResult, Status
-from analytics.audits._render import ReportFormat, audit_charts, render_report
-from analytics.audits._runner import AuditError, ErasureLedger, run_audits
+from analytics.audits._checks import load_checks
+from analytics.audits._config import AuditConfig, AuditParameters, load_config
+from analytics.audits._models import AuditReport, Status
+from analytics.audits._render import ReportFormat, render_report
+from analytics.audits._runner import run_audits
 
 __all__ = [
-    "AUDIT_SQL_DIR",
-    "CHECK_ORDER",
-    "DEFAULTS_PATH",
     "AuditConfig",
-    "AuditConfigError",
-    "AuditError",
     "AuditParameters",
     "AuditReport",
-    "Check",
-    "CheckDefinitionError",
-    "CheckResult",
-    "ErasureLedger",
     "ReportFormat",
-    "Scope",
     "Status",
-    "Thresholds",
-    "audit_charts",
     "load_checks",
     "load_config",
     "render_report",

@@ -46,6 +46,7 @@ CHECK_ORDER: tuple[str, ...] = (
     "deleted_account_row_not_removed_ever",
     "removed_without_cleanup",
     "removed_without_cleanup_ever",
+    "array_account_without_row",
     "guard_refusals",
     "unknown_status",
     "unknown_status_ever",

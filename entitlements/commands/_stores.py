@@ -1,14 +1,24 @@
 """What the consumer-store commands share: the stores and the recovery built from the settings, the
-summary lines they print, and one clear line (and exit 1) for an error instead of a traceback."""
+summary lines they print, one clear line (and exit 1) for an error instead of a traceback, and one line
+(and exit 1) while a store holds damaged files the command skipped."""
 
 from __future__ import annotations
 
-__all__ = ["Stores", "build_recovery", "one_line_errors", "print_counts", "print_report"]
+__all__ = [
+    "Stores",
+    "build_recovery",
+    "exit_if_damaged",
+    "one_line_errors",
+    "print_counts",
+    "print_report",
+]
 
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import typer
 
@@ -21,6 +31,13 @@ from pipeline.quarantine import Quarantine
 from pipeline.recovery import Recovery, RecoveryReport
 from pipeline.shard_consumer import RetryPolicy
 from schema.errors import EntitlementsError
+
+# The damaged files a line names before it says how many more there are.
+_NAMED_DAMAGED = 5
+
+
+class _Store(Protocol):
+    def damaged(self) -> list[Path]: ...
 
 
 @dataclass(frozen=True)
@@ -75,3 +92,19 @@ def print_report(done: str, report: RecoveryReport, remaining: str) -> None:
     typer.echo(f"{done} {report.finished}; {report.remaining} {remaining}")
     for (store, code), records in sorted(report.failures.items()):
         typer.echo(f"  {records:>6}  {store}  {code}")
+
+
+def exit_if_damaged(command: str, store: _Store) -> None:
+    """While the store holds files it cannot read (it skipped them): one line on stderr naming them by
+    path (shard and sequence only, never content), and exit code 1. They stay in place for inspection."""
+    damaged = store.damaged()
+    if not damaged:
+        return
+    named = ", ".join(str(path) for path in damaged[:_NAMED_DAMAGED])
+    more = len(damaged) - _NAMED_DAMAGED
+    typer.echo(
+        f"{command}: {len(damaged)} damaged file{'' if len(damaged) == 1 else 's'} skipped, left in "
+        f"place: {named}{f' and {more} more' if more > 0 else ''}",
+        err=True,
+    )
+    raise typer.Exit(1)

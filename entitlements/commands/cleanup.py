@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from analytics import LakeDeletedAccounts, LakeHandler, lake_from_settings
+from analytics import LakeDeletedAccounts, lake_from_settings
 from config import load_settings
 from entitlements import compose
 from entitlements._clients import aws_client
@@ -60,7 +60,7 @@ def retry_worker(
     """Drain parked cleanups: guard, delete at Array, mark the row; outcomes land in the lake."""
     configure_logging()
     settings = load_settings()
-    lake = LakeHandler(lake_from_settings(settings), settings.lake, name="cleanup-retry")
+    lake = compose.lake_handler(settings, name="cleanup-retry")
     worker = compose.retry_worker(settings, lake, queue_name=queue_name)
     if drain:
         report = worker.drain(max_seconds=max_seconds)

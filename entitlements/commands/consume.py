@@ -16,7 +16,13 @@ import typer
 from config import load_settings
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from entitlements.commands._stores import Stores, build_recovery, one_line_errors, print_report
+from entitlements.commands._stores import (
+    Stores,
+    build_recovery,
+    exit_if_damaged,
+    one_line_errors,
+    print_report,
+)
 from pipeline.daemon import DaemonSpec, KclDaemon, stable_worker_id, supervise
 
 app = typer.Typer()
@@ -61,14 +67,16 @@ def consume(
 def replay_parked() -> None:
     """Run parked batches again through the consumer's path, each to the handler that could not finish
     it, flushing the sinks it feeds (the lake) before the batch is removed. A record that cannot be
-    decoded is quarantined, one now refused is dead-lettered, the rest replay. Exits 1 while anything
-    stays parked."""
+    decoded is quarantined, one now refused is dead-lettered, the rest replay; a damaged parked file is
+    skipped, named on one line. Exits 1 while anything stays parked."""
     configure_logging()
     settings = load_settings()
     with one_line_errors("replay-parked"):
         report = build_recovery(settings).replay_parked()
-        still = Stores.from_settings(settings).parked.count()
+        parked = Stores.from_settings(settings).parked
+        still = parked.count()
     print_report("replayed parked batches:", report, "still parked")
+    exit_if_damaged("replay-parked", parked)
     if still:
         raise typer.Exit(1)
 

@@ -14,6 +14,7 @@ from entitlements._logging import configure_logging
 from entitlements.commands._stores import (
     Stores,
     build_recovery,
+    exit_if_damaged,
     one_line_errors,
     print_counts,
     print_report,
@@ -29,15 +30,19 @@ _NEW_FILE = "A new file (never overwritten), created readable by you only (0600)
 def list_records() -> None:
     """How many records are dead-lettered, by handler and reason (no content)."""
     with one_line_errors("dead-letter list"):
-        print_counts("dead letters", reason_counts(Stores.from_settings(load_settings()).dead_letters))
+        stores = Stores.from_settings(load_settings())
+        print_counts("dead letters", reason_counts(stores.dead_letters))
+        exit_if_damaged("dead-letter list", stores.dead_letters)
 
 
 @app.command()
 def export(destination: Annotated[Path, typer.Argument(help=_NEW_FILE)]) -> None:
     """Write every dead letter (raw bytes as base64, handler, reason, position) to a new 0600 file."""
     with one_line_errors("dead-letter export"):
-        written = export_stored(Stores.from_settings(load_settings()).dead_letters, destination)
+        stores = Stores.from_settings(load_settings())
+        written = export_stored(stores.dead_letters, destination)
     typer.echo(f"exported {written} dead letters to {destination}")
+    exit_if_damaged("dead-letter export", stores.dead_letters)
 
 
 @app.command()
@@ -50,7 +55,9 @@ def redrive(
     (its sinks flushed after it); remove each one no longer refused. Exits 1 while any stays."""
     configure_logging()
     with one_line_errors("dead-letter redrive"):
-        report = build_recovery(load_settings()).redrive_dead_letters(handler)
+        settings = load_settings()
+        report = build_recovery(settings).redrive_dead_letters(handler)
     print_report("re-driven", report, "still dead-lettered")
+    exit_if_damaged("dead-letter redrive", Stores.from_settings(settings).dead_letters)
     if report.remaining:
         raise typer.Exit(1)

@@ -12,7 +12,7 @@ __all__ = [
     "RetryQueueError",
 ]
 
-from schema.errors import EntitlementsError, RecordContext, RetryableError, TerminalError
+from schema.errors import EntitlementsError, FlushIncomplete, RecordContext, RetryableError, TerminalError
 
 
 class ErrArrayUserAlreadyDeleted(EntitlementsError):
@@ -80,12 +80,23 @@ class GuardUnavailableError(RetryableError):
         super().__init__(f"the in-use guard could not read GSI1 ({code})", context=context)
 
 
-class RetryQueueError(RetryableError):
+class RetryQueueError(FlushIncomplete):
     """A cleanup could not be parked in the retry queue; the stream must redeliver it.
 
     `park_now` when the queue did not answer within the flush's budget: a retry would hold the shard a
-    budget again, so the consumer parks the records locally at once."""
+    budget again, so the consumer parks the records locally at once. `finished` names the events whose
+    work ended in this flush or an earlier one since the last success (see `FlushIncomplete`): only the
+    others are parked."""
 
-    def __init__(self, code: str, *, park_now: bool = False, context: RecordContext | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        *,
+        park_now: bool = False,
+        finished: frozenset[tuple[str, str]] = frozenset(),
+        context: RecordContext | None = None,
+    ) -> None:
         self.code = code
-        super().__init__(f"could not park cleanup work ({code})", context=context, park_now=park_now)
+        super().__init__(
+            f"could not park cleanup work ({code})", finished=finished, context=context, park_now=park_now
+        )

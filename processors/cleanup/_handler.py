@@ -22,6 +22,11 @@ that every call is inside (DynamoDB, Array, SQS): each cleanup is guarded, delet
   answer, a flush with work raises at once (`park_now` too), so a hung queue holds the shard once.
 
 Work already finished is never redone by the consumer's retry: only unfinished work stays pending.
+And it is never parked by the consumer: `RetryQueueError` is a `schema.errors.FlushIncomplete` naming,
+as finished, every event given since the last successful flush whose work ended: each expiry whose
+outcome was recorded (deleted, already deleted, refused, or parked in the retry queue, which owns it
+from then on) and each event that asked for nothing (not a cleanup expiry). The consumer parks only the
+others (unless the lake, fed the outcomes, failed too: then all replay, see `pipeline.shard_consumer`).
 """
 
 from __future__ import annotations
@@ -123,6 +128,8 @@ class CleanupHandler:
             deletion_notes=deletion_notes,
         )
         self._pending: list[CleanupWork] = []
+        # Events given since the last successful flush that need nothing more: (shard id, sequence).
+        self._finished: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._timings: list[FlushTiming] = []
         # Until this `monotonic` instant, the retry queue is taken as unresponsive (it did not answer).
@@ -145,6 +152,8 @@ class CleanupHandler:
     def add(self, event: StreamEvent) -> None:
         work = cleanup_work_for(event)  # RecordRejected: the consumer dead-letters this record alone
         if work is None:
+            with self._lock:
+                self._finished.add((event.position.shard_id, event.position.sequence_number))
             self.stats.ignored += 1
             return
         with self._lock:
@@ -154,18 +163,25 @@ class CleanupHandler:
     def discard_pending(self) -> None:
         with self._lock:
             self._pending.clear()
+            self._finished.clear()
 
     def flush(self) -> None:
         with self._lock:
             pending = list(self._pending)
-        if not pending:
-            return
+            if not pending:
+                self._finished.clear()
+                return
         started = self._monotonic()
         if self._queue_silent_until is not None and started < self._queue_silent_until:
             logger.warning(
                 "cleanup flush skipped: the retry queue did not answer", extra={"cleanups": len(pending)}
             )
-            raise RetryQueueError("retry_queue_unresponsive", park_now=True, context=pending[0].context)
+            raise RetryQueueError(
+                "retry_queue_unresponsive",
+                park_now=True,
+                finished=self._finished_now(),
+                context=pending[0].context,
+            )
         flush_deadline = started + self._budget
         to_park = self._attempt_all(pending, started)
         attempts_done = self._monotonic()
@@ -191,6 +207,11 @@ class CleanupHandler:
             # Work added while flushing (not expected: the consumer is single-threaded) stays pending.
             done = {id(work) for work in pending} - {id(work) for work in unfinished}
             self._pending = [sent_since.get(id(work), work) for work in self._pending if id(work) not in done]
+            self._finished.update(
+                (work.source_shard_id, work.source_sequence_number) for work in pending if id(work) in done
+            )
+            if not unfinished:
+                self._finished.clear()
             self._timings.append(
                 FlushTiming(
                     started=started,
@@ -216,8 +237,13 @@ class CleanupHandler:
             raise RetryQueueError(
                 f"{len(unfinished)}_unparked",
                 park_now=self._queue_silent_until is not None,  # it did not answer: park at once
+                finished=self._finished_now(),
                 context=unfinished[0].context,
             )
+
+    def _finished_now(self) -> frozenset[tuple[str, str]]:
+        with self._lock:
+            return frozenset(self._finished)
 
     def _attempt_all(
         self, pending: Sequence[CleanupWork], started: float

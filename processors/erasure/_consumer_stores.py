@@ -9,12 +9,13 @@ the erased keys. No content can stop the erasure: a record that cannot be ruled 
 Erasing deletes a quarantined or dead-lettered record's file, and rewrites a parked batch without the
 user's records (a new file first, then the old one removed, so a crash in between leaves a duplicate the
 replay tolerates, never a loss); a batch left empty is removed. A store file that cannot be read as a
-store document (damaged, hand-edited) ends the store's listing, so the files it had not listed yet are
-matched whole, on their bytes, their unescaped text and every base64 text in them (the raw records are
-kept in base64), and removed when they name a key: a parked batch whole, whatever else it holds, since
-its records cannot be told apart without reading it. Over-matching is the safe side. A temporary file a
-crash left behind mid-write (`.<name>.<random>.tmp`, `schema._files`) holds a record no store lists:
-one older than `LEFTOVER_AGE_SECONDS` (so never a write in progress) is matched whole the same way.
+store document (damaged, hand-edited) is skipped by the store's listing, and every file the listing
+did not yield is matched whole, on its bytes, its unescaped text and every base64 text in it (the raw
+records are kept in base64), and removed when it names a key: a parked batch whole, whatever else it
+holds, since its records cannot be told apart without reading it. Over-matching is the safe side. A
+temporary file a crash left behind mid-write (`.<name>.<random>.tmp`, `schema._files`) holds a record
+no store lists: one older than `LEFTOVER_AGE_SECONDS` (so never a write in progress) is matched whole
+the same way.
 
 A file that cannot be read or written (a full disk, a read-only state directory) raises
 `ErasureStateError`, retryable: the ERASE is left for SQS to redeliver.
@@ -227,9 +228,10 @@ class ConsumerStores:
                     removed += 1
         except OSError:
             raise
-        except Exception:  # a file the store cannot read: the rest are read whole instead
-            return removed, _unreadable_removed(store.root, keys, listed)
-        return removed, 0
+        except Exception as error:  # a listing that stops: the rest are read whole instead
+            _listing_stopped(error)
+        # The files the store skipped as damaged (or never reached) are matched whole.
+        return removed, _unreadable_removed(store.root, keys, listed)
 
     @staticmethod
     def _records_hold(store: _RecordStore[_R], keys: ErasedKeys) -> bool:
@@ -241,9 +243,9 @@ class ConsumerStores:
                     return True
         except OSError:
             raise
-        except Exception:
-            return _any_unreadable_names(store.root, keys, listed)
-        return False
+        except Exception as error:
+            _listing_stopped(error)
+        return _any_unreadable_names(store.root, keys, listed)
 
     # -- parked work: batches of records ------------------------------------------------------------
 
@@ -259,17 +261,21 @@ class ConsumerStores:
                     continue
                 removed += len(batch.records) - len(kept)
                 changed += 1
-                self._rewrite(batch, kept)
+                rewritten = self._rewrite(batch, kept)
+                if rewritten is not None:
+                    listed.add(rewritten)  # holds only records ruled out: never matched whole
         except OSError:
             raise
-        except Exception:  # a batch the store cannot read: read whole instead
-            return removed, changed, _unreadable_removed(self._parked_dir, keys, listed)
-        return removed, changed, 0
+        except Exception as error:  # a listing that stops: the rest are read whole instead
+            _listing_stopped(error)
+        # The batches the store skipped as damaged (or never reached) are matched whole.
+        return removed, changed, _unreadable_removed(self._parked_dir, keys, listed)
 
-    def _rewrite(self, batch: ParkedBatch, kept: list[RawRecord]) -> None:
+    def _rewrite(self, batch: ParkedBatch, kept: list[RawRecord]) -> Path | None:
+        """The batch without the erased records: its new file, or None when none is left."""
         if not kept:
             self._parked.remove(batch)
-            return
+            return None
         new_path = self._parked.park(
             handler=batch.handler,
             stream_arn=batch.stream_arn,
@@ -279,6 +285,7 @@ class ConsumerStores:
         )
         if new_path != batch.path:
             self._parked.remove(batch)
+        return new_path
 
     def _parked_holds(self, keys: ErasedKeys) -> bool:
         listed: set[Path] = set()
@@ -289,9 +296,15 @@ class ConsumerStores:
                     return True
         except OSError:
             raise
-        except Exception:
-            return _any_unreadable_names(self._parked_dir, keys, listed)
-        return False
+        except Exception as error:
+            _listing_stopped(error)
+        return _any_unreadable_names(self._parked_dir, keys, listed)
+
+
+def _listing_stopped(error: Exception) -> None:
+    logger.warning(
+        "consumer store listing stopped; the rest matched whole", extra={"error": type(error).__name__}
+    )
 
 
 def _belongs(keys: ErasedKeys, record: _Stored) -> bool:

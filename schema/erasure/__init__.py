@@ -2,7 +2,8 @@
 
 Message models, a parser and validator that agree with schema/erasure-contract.schema.json, the
 channel's timing constants and the capability fixtures (read from the JSON files beside this package),
-the address helpers every store compares addresses with, and a sender for a store's answers.
+and a sender for a store's answers. The address helpers (`schema.erasure._address`) and the finer error
+types (`schema.erasure._errors`) stay in their modules until a store needs them.
 
     request = parse_erasure_request(record_body)  # raises ErasureContractError on a bad body
     if is_expired(request, now):
@@ -11,44 +12,30 @@ the address helpers every store compares addresses with, and a sender for a stor
                             subscriber=settings_subscriber, outcome="DONE"))
 """
 
-from schema.erasure._address import address_key, is_quarantine_address, quarantine_address
 from schema.erasure._constants import CHANNEL_CONSTANTS, ErasureChannelConstants
 from schema.erasure._environment import ErasureHandlerEnvironment
 from schema.erasure._errors import (
     ErasureContractError,
-    ErasureContractErrorCode,
     ErasureEnvironmentError,
-    ErasureResponseSendError,
-    ErasureValueError,
 )
 from schema.erasure._fixtures import (
     CAPABILITY_FIXTURES,
-    CapabilityPair,
-    ErasureCapabilityFixtures,
     restamp_expires_at,
 )
 from schema.erasure._models import (
-    ACK,
     CHECK,
     CLASSIFY,
     ERASE,
-    HOLDINGS,
     REFILE,
-    REFILE_ACK,
     REQUEST_TYPES,
-    RESPONSE_TYPES,
-    AckOutcome,
     AckResponse,
     CheckRequest,
     ClassifyRequest,
     EraseRequest,
-    ErasureMessage,
     ErasureRequest,
     ErasureResponse,
     HoldingsAnswer,
     HoldingsResponse,
-    KeyKind,
-    RefileAckOutcome,
     RefileAckResponse,
     RefileRequest,
 )
@@ -59,52 +46,35 @@ from schema.erasure._parse import (
     serialize_erasure_message,
 )
 from schema.erasure._schema import erasure_contract_schema
-from schema.erasure._sender import ErasureResponseSender, SqsSendClient
+from schema.erasure._sender import ErasureResponseSender
 
 __all__ = [
-    "ACK",
     "CAPABILITY_FIXTURES",
     "CHANNEL_CONSTANTS",
     "CHECK",
     "CLASSIFY",
     "ERASE",
-    "HOLDINGS",
     "REFILE",
-    "REFILE_ACK",
     "REQUEST_TYPES",
-    "RESPONSE_TYPES",
-    "AckOutcome",
     "AckResponse",
-    "CapabilityPair",
     "CheckRequest",
     "ClassifyRequest",
     "EraseRequest",
-    "ErasureCapabilityFixtures",
     "ErasureChannelConstants",
     "ErasureContractError",
-    "ErasureContractErrorCode",
     "ErasureEnvironmentError",
     "ErasureHandlerEnvironment",
-    "ErasureMessage",
     "ErasureRequest",
     "ErasureResponse",
-    "ErasureResponseSendError",
     "ErasureResponseSender",
-    "ErasureValueError",
     "HoldingsAnswer",
     "HoldingsResponse",
-    "KeyKind",
-    "RefileAckOutcome",
     "RefileAckResponse",
     "RefileRequest",
-    "SqsSendClient",
-    "address_key",
     "erasure_contract_schema",
     "is_expired",
-    "is_quarantine_address",
     "parse_erasure_message",
     "parse_erasure_request",
-    "quarantine_address",
     "restamp_expires_at",
     "serialize_erasure_message",
 ]

@@ -17,7 +17,7 @@ from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
-from schema.errors import RecordRejected, TerminalError
+from schema.errors import FlushIncomplete, RecordRejected, TerminalError
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
 FAST_RETRY = RetryPolicy(attempts=3, max_seconds=5, initial_wait=0.001, max_wait=0.002)
@@ -84,6 +84,31 @@ class Recorder:
     def discard_pending(self) -> None:
         self.log.append(f"discard:{self.name}")
         self.pending.clear()
+
+
+class PartlyFinishing(Recorder):
+    """A handler whose flush attempts each finish the events named (hands their outputs to its sink),
+    then fail: with `FlushIncomplete` naming every event finished since its last success, or, for an
+    attempt scripted as None, with a plain error that names nothing."""
+
+    def __init__(self, name: str, attempts: list[set[str] | None], sink: Recorder | None = None) -> None:
+        super().__init__(name, sink=sink)
+        self.attempts = list(attempts)
+        self.done: set[str] = set()
+
+    def flush(self) -> None:
+        self.log.append(f"flush:{self.name}")
+        finishing = self.attempts.pop(0)
+        if finishing is None:
+            raise OSError("the queue went away")
+        for event_id in finishing:
+            self.pending.remove(event_id)
+            if self.sink is not None:
+                self.sink.add_output(f"out:{event_id}")
+        self.done |= finishing
+        # records("e1", "e2", ...) numbers them 100, 101, ...
+        positions = frozenset(("shardId-1", str(99 + int(event_id[1:]))) for event_id in self.done)
+        raise FlushIncomplete("some work could not be handed on", finished=positions)
 
 
 @dataclass(frozen=True)

@@ -73,3 +73,19 @@ def test_an_empty_store_lists_nothing(tmp_path: Path) -> None:
 def test_a_sequence_number_that_is_not_one_never_becomes_a_path(tmp_path: Path) -> None:
     path = put(DeadLetters(tmp_path / "dead"), seq="../../escape")
     assert path.is_relative_to(tmp_path / "dead")
+
+
+def test_a_damaged_dead_letter_file_is_skipped_named_and_the_others_read(tmp_path: Path) -> None:
+    store = DeadLetters(tmp_path)
+    store.put(
+        raw=b"a",
+        reason="no account",
+        handler="cleanup",
+        stream_arn="arn",
+        shard_id="s-1",
+        sequence_number="1",
+    )
+    damaged = tmp_path / "cleanup" / "s-1" / "damaged.json"
+    damaged.write_bytes(b'{"raw_base64": "YQ=="}')
+    assert [letter.raw for letter in store] == [b"a"]
+    assert store.damaged() == [damaged]

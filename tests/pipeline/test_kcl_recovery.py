@@ -90,10 +90,15 @@ def put_load_row(table: Any, table_name: str, i: int) -> None:
     )
 
 
-def write_steadily(endpoint: str, table_name: str, count: int, per_second: float) -> threading.Thread:
+def write_steadily(
+    endpoint: str, table_name: str, count: int, per_second: float, *, first: int = 0
+) -> threading.Thread:
+    """`count` rows numbered from `first`. Each call writes rows no earlier call wrote: a put that changes
+    nothing writes no stream record (AWS, and the local stack's stream fidelity)."""
+
     def run() -> None:
         table = dynamodb(endpoint)
-        for i in range(count):
+        for i in range(first, first + count):
             put_load_row(table, table_name, i)
             time.sleep(1 / per_second)
 
@@ -136,7 +141,7 @@ def write_steadily_with_expiries(stack: CrashStack, count: int, per_second: floa
 def start_load_until_cleanups_run(stack: CrashStack) -> threading.Thread:
     """Wait until the daemon delivers, then write steadily with expiries; return once Array has deleted
     `KILL_AFTER_DELETES` accounts, so that a kill now lands in the middle of the load and its cleanups."""
-    write_steadily(stack.endpoint, stack.table, 1, per_second=100).join()
+    write_steadily(stack.endpoint, stack.table, 1, per_second=100, first=WRITES).join()
     stack.consumer.wait_for(lambda evs: len(evs) >= 1)
     writer = write_steadily_with_expiries(stack, WRITES, per_second=30)
     deadline = time.monotonic() + 120
@@ -270,7 +275,7 @@ def test_a_second_worker_takes_the_lease_and_continues_from_the_checkpoint(
             pytest.fail("worker-a was the only worker and must own the lease")
         time.sleep(5)  # worker-b joins the lease table
         first.kill()
-        writer = write_steadily(moto_endpoint, table, WRITES - 50, per_second=100)
+        writer = write_steadily(moto_endpoint, table, WRITES - 50, per_second=100, first=50)
         writer.join()
         events = assert_nothing_missed(moto_endpoint, consumer)
         after = [e for e in events if e["worker_id"] == "worker-b"]

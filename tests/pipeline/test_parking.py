@@ -38,3 +38,12 @@ def test_parked_files_are_0600_in_folders_0700(tmp_path: Path) -> None:
 def test_nothing_to_park_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         ParkedWork(tmp_path).park(handler="lake", stream_arn=STREAM, shard_id="s-1", records=[], reason="r")
+
+
+def test_a_damaged_parked_file_is_skipped_named_and_the_other_batches_read(tmp_path: Path) -> None:
+    store = ParkedWork(tmp_path)
+    store.park(handler="lake", stream_arn=STREAM, shard_id="s-1", records=[RawRecord(b"a", "1")], reason="r")
+    damaged = tmp_path / "lake" / "s-1-2-2.json"
+    damaged.write_bytes(b'{"handler": "lake", "records": [{"sequence_number": "2"}]}')
+    assert [batch.records for batch in store] == [(RawRecord(b"a", "1"),)]
+    assert (store.damaged(), store.count()) == ([damaged], 2)

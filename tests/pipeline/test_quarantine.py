@@ -48,3 +48,12 @@ def test_quarantine_files_are_0600_in_folders_0700(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     for folder in (path.parent, tmp_path / "q"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_damaged_quarantine_file_is_skipped_named_and_the_others_read(tmp_path: Path) -> None:
+    store = Quarantine(tmp_path)
+    store.put(raw=b"a", reason="not JSON", stream_arn="arn", shard_id="s-1", sequence_number="1")
+    damaged = tmp_path / "s-1" / "damaged.json"
+    damaged.write_bytes(b"\xff truncated")
+    assert [record.raw for record in store] == [b"a"]
+    assert store.damaged() == [damaged]

@@ -18,6 +18,7 @@ from tests.pipeline._consumer_fakes import (
     FAST_RETRY,
     STREAM,
     FakeEvent,
+    PartlyFinishing,
     Recorder,
     Stores,
     fake_decode,
@@ -25,7 +26,7 @@ from tests.pipeline._consumer_fakes import (
     registry_of,
 )
 
-FEEDS = {"cleanup": ("lake",)}
+FEEDS: dict[str, tuple[str, ...]] = {"cleanup": ("lake",)}
 
 
 def recovery(tmp_path: Path, *handlers: Recorder, decode: Any = fake_decode) -> Recovery:
@@ -126,6 +127,15 @@ def test_a_record_that_now_fails_terminally_is_dead_lettered_and_the_rest_replay
     assert stored(tmp_path) == (0, 1, 0)
 
 
+def test_a_damaged_parked_file_stays_and_every_other_batch_replays(tmp_path: Path) -> None:
+    park(tmp_path, "lake", "e-1")
+    damaged = tmp_path / "parked" / "lake" / "damaged.json"
+    damaged.write_bytes(b"{truncated")
+    lake = Recorder("lake")
+    report = recovery(tmp_path, lake).replay_parked()
+    assert (lake.flushed, report.finished, damaged.exists()) == (["e-1"], 1, True)
+
+
 def test_a_batch_whose_handler_fails_again_stays_parked_as_it_was(tmp_path: Path) -> None:
     path = park(tmp_path, "lake", "e1", "e2")
     report = recovery(tmp_path, Recorder("lake", failures=[OSError("disk full")])).replay_parked()
@@ -141,6 +151,15 @@ def test_a_batch_that_fails_again_keeps_only_its_unfinished_records_parked(tmp_p
     [batch] = list(Stores.under(tmp_path).parked)
     assert [r.data for r in batch.records] == [b"e2", b"e3"]
     assert stored(tmp_path) == (0, 1, 1)
+    assert report.remaining == 1
+
+
+def test_a_replay_that_finishes_part_of_a_batch_leaves_only_the_rest_parked(tmp_path: Path) -> None:
+    park(tmp_path, "cleanup", "e1", "e2", "e3")
+    cleanup = PartlyFinishing("cleanup", [{"e1", "e3"}, set(), set()])
+    report = recovery(tmp_path, cleanup, Recorder("lake")).replay_parked()
+    [batch] = list(Stores.under(tmp_path).parked)
+    assert [r.data for r in batch.records] == [b"e2"]
     assert report.remaining == 1
 
 

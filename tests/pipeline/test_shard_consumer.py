@@ -19,6 +19,7 @@ from pipeline.shard_consumer import ConsumerCrash, LeaseLost, ShardConsumer
 from schema.errors import RecordContext, RetryableError, TerminalError
 from tests.pipeline._consumer_fakes import (
     STREAM,
+    PartlyFinishing,
     Recorder,
     Stores,
     fake_decode,
@@ -238,6 +239,49 @@ def test_a_producer_whose_sink_cannot_flush_is_parked_too(tmp_path: Path) -> Non
     parked = {batch.handler: batch for batch in ParkedWork(tmp_path / "parked")}
     assert sorted(parked) == ["cleanup", "lake"]
     assert parked["cleanup"].reason == "sink lake failed: TerminalError"
+
+
+def _parked_payloads(tmp_path: Path, handler: str) -> list[bytes]:
+    return [
+        r.data for batch in ParkedWork(tmp_path / "parked") if batch.handler == handler for r in batch.records
+    ]
+
+
+def test_a_flush_that_fails_after_finishing_part_of_the_window_parks_only_its_unfinished_records(
+    tmp_path: Path,
+) -> None:
+    cleanup = PartlyFinishing("cleanup", [{"e1", "e3"}, set(), set()])
+    consumer = make_consumer(tmp_path, cleanup, every=3)
+    consumer.process(records("e1", "e2", "e3"), lambda seq: None)
+    assert _parked_payloads(tmp_path, "cleanup") == [b"e2"]
+
+
+def test_the_records_finished_by_any_attempt_of_a_commit_are_not_parked(tmp_path: Path) -> None:
+    # The first attempt finishes e1; the last one fails with an error that names nothing.
+    cleanup = PartlyFinishing("cleanup", [{"e1"}, {"e2"}, None])
+    consumer = make_consumer(tmp_path, cleanup, every=3)
+    consumer.process(records("e1", "e2", "e3"), lambda seq: None)
+    assert _parked_payloads(tmp_path, "cleanup") == [b"e3"]
+
+
+def test_a_flush_that_finished_every_record_before_failing_parks_nothing_and_checkpoints(
+    tmp_path: Path,
+) -> None:
+    checkpoints: list[str | None] = []
+    cleanup = PartlyFinishing("cleanup", [{"e1", "e2"}, set(), set()])
+    consumer = make_consumer(tmp_path, cleanup, every=2)
+    consumer.process(records("e1", "e2"), checkpoints.append)
+    assert ParkedWork(tmp_path / "parked").count() == 0
+    assert checkpoints == ["101"]
+
+
+def test_a_producer_whose_sink_cannot_flush_parks_the_records_it_had_finished_too(tmp_path: Path) -> None:
+    # Their outputs were in the sink's buffer, which is discarded: only a replay makes them again.
+    lake = Recorder("lake", failures=[TerminalError("disk full")])
+    cleanup = PartlyFinishing("cleanup", [{"e1"}, set(), set()], sink=lake)
+    consumer = make_consumer(tmp_path, cleanup, lake, every=2, feeds={"cleanup": ("lake",)})
+    consumer.process(records("e1", "e2"), lambda seq: None)
+    assert _parked_payloads(tmp_path, "cleanup") == [b"e1", b"e2"]
 
 
 def test_the_commit_reports_each_record_not_handled_by_store_and_code(tmp_path: Path) -> None:

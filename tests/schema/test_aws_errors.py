@@ -7,9 +7,11 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ParamValid
 
 from schema.aws_errors import (
     RETRYABLE_AWS_CODES,
+    RETRYABLE_CANCELLATION_CODES,
     AwsRetryableError,
     AwsTerminalError,
     aws_error_code,
+    cancellation_codes,
     converted,
     is_retryable_aws_error,
 )
@@ -97,3 +99,24 @@ def test_a_tolerated_code_is_reported_instead_of_raised() -> None:
 def test_errors_that_are_not_botocore_pass_through_unchanged() -> None:
     with pytest.raises(KeyError), converted("DynamoDB PutItem"):
         raise KeyError("x")
+
+
+def _cancelled(reasons: object) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": "TransactionCanceledException"}, "CancellationReasons": reasons},
+        "TransactWriteItems",
+    )
+
+
+def test_the_cancellation_reasons_are_read_in_the_transactions_order() -> None:
+    error = _cancelled([{"Code": "None"}, {"Code": "ConditionalCheckFailed", "Message": "x"}, {}])
+    assert cancellation_codes(error) == ["None", "ConditionalCheckFailed", "None"]
+
+
+def test_an_error_without_cancellation_reasons_has_none() -> None:
+    assert cancellation_codes(_client_error("ValidationException")) == []
+
+
+def test_a_conflict_or_throttled_cancellation_is_retryable_and_a_failed_condition_is_not() -> None:
+    assert {"TransactionConflict", "ThrottlingError"} <= RETRYABLE_CANCELLATION_CODES
+    assert "ConditionalCheckFailed" not in RETRYABLE_CANCELLATION_CODES

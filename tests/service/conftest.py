@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from config import ArraySettings, PolicySettings, ServiceSettings
 from pipeline.tables import create_table
 from schema import array as wire
-from schema.outcomes import OutcomeEvent
+from schema.outcomes import OutcomeEvent, OutcomeKind
 from service._retry import RetryPolicy
 from service.app import ServiceParts, create_app
 from service.arraylink import ArrayLink
@@ -96,22 +96,40 @@ class ListSink:
         self.flushes += 1
 
 
+def _throttled(operation: str) -> ClientError:
+    error = {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}
+    return ClientError({"Error": error}, operation)
+
+
 class CountingDynamoDB:
-    """A boto3 DynamoDB client that counts its write calls and can fail the next puts.
-    `before_transact`: a hook run once, inside the next TransactWriteItems before it is sent (to force
-    a race between the service's read and its write)."""
+    """A boto3 DynamoDB client that counts its write calls and can fail (throttled) the next puts,
+    queries or transactions (`fail_*`: how many). `before_transact` / `before_put`: a hook run once,
+    inside the next TransactWriteItems / PutItem before it is sent (to force a race between the
+    service's read and its write)."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.writes = 0
         self.fail_puts = 0
+        self.fail_queries = 0
+        self.fail_transacts = 0
         self.before_transact: Callable[[], None] | None = None
+        self.before_put: Callable[[], None] | None = None
+
+    def query(self, **kwargs: Any) -> dict[str, Any]:
+        if self.fail_queries:
+            self.fail_queries -= 1
+            raise _throttled("Query")
+        result: dict[str, Any] = self._inner.query(**kwargs)
+        return result
 
     def put_item(self, **kwargs: Any) -> dict[str, Any]:
+        hook, self.before_put = self.before_put, None
+        if hook is not None:
+            hook()
         if self.fail_puts:
             self.fail_puts -= 1
-            error = {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}
-            raise ClientError({"Error": error}, "PutItem")
+            raise _throttled("PutItem")
         self.writes += 1
         result: dict[str, Any] = self._inner.put_item(**kwargs)
         return result
@@ -120,6 +138,9 @@ class CountingDynamoDB:
         hook, self.before_transact = self.before_transact, None
         if hook is not None:
             hook()
+        if self.fail_transacts:
+            self.fail_transacts -= 1
+            raise _throttled("TransactWriteItems")
         self.writes += 1
         result: dict[str, Any] = self._inner.transact_write_items(**kwargs)
         return result
@@ -152,6 +173,19 @@ class World:
 
     def client(self) -> TestClient:
         return TestClient(create_app(self.parts))
+
+    def recorded(self) -> list[OutcomeEvent]:
+        """The outcomes besides the accounts created (`array.account_created`: every signup records
+        one)."""
+        return [o for o in self.sink.outcomes if o.kind is not OutcomeKind.ARRAY_ACCOUNT_CREATED]
+
+    def accounts_created(self) -> list[tuple[str | None, str | None]]:
+        """(user, account) of each `array.account_created` outcome, in order."""
+        return [
+            (o.user_id, o.array_account_id)
+            for o in self.sink.outcomes
+            if o.kind is OutcomeKind.ARRAY_ACCOUNT_CREATED
+        ]
 
 
 def build_world(dynamodb: Any, *, sink: Any | None = None) -> World:

@@ -53,7 +53,7 @@ def test_a_linked_job_is_recorded_and_acknowledged(world: World, sqs: Any) -> No
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.linked, report.acknowledged) == (1, 1)
-    assert [(o.kind, o.array_account_id) for o in world.sink.outcomes] == [(OutcomeKind.LINK_LINKED, account)]
+    assert [(o.kind, o.array_account_id) for o in world.recorded()] == [(OutcomeKind.LINK_LINKED, account)]
     assert world.sink.flushes >= 1  # landed before the acknowledgement
     assert _on_queue(sqs, queue_url) == (0, 0)
 
@@ -67,7 +67,7 @@ def test_a_job_whose_row_was_retired_mid_link_is_recorded_not_active_and_never_r
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.not_active, report.acknowledged, report.redelivered) == (1, 1, 0)
-    refused = [(o.kind, o.array_account_id, o.detail) for o in world.sink.outcomes]
+    refused = [(o.kind, o.array_account_id, o.detail) for o in world.recorded()]
     assert refused == [(OutcomeKind.LINK_NOT_ACTIVE, old, "save_refused")]
     assert world.fake.calls["processor_token"] == 1
     assert world.status("u-1", old) == "Superseded"
@@ -83,7 +83,7 @@ def test_a_job_for_a_user_with_no_active_row_is_recorded_not_active_and_acknowle
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.not_active, report.acknowledged) == (1, 1)
-    assert [o.detail for o in world.sink.outcomes] == ["no_active_row"]
+    assert [o.detail for o in world.recorded()] == ["no_active_row"]
     assert world.fake.calls["primary_account"] == 0
 
 
@@ -94,7 +94,7 @@ def test_a_job_failing_transiently_is_recorded_failed_and_left_for_redelivery(wo
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.redelivered, report.acknowledged) == (1, 0)
-    assert [(o.kind, o.detail, o.attempt) for o in world.sink.outcomes] == [
+    assert [(o.kind, o.detail, o.attempt) for o in world.recorded()] == [
         (OutcomeKind.LINK_FAILED, "transactions_unavailable", 1)
     ]
     assert _on_queue(sqs, queue_url) == (0, 1)  # in flight until its visibility timeout
@@ -107,7 +107,7 @@ def test_a_refused_link_is_recorded_failed_and_acknowledged(world: World, sqs: A
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.failed, report.acknowledged) == (1, 1)
-    assert [o.detail for o in world.sink.outcomes] == ["no_primary_account"]
+    assert [o.detail for o in world.recorded()] == ["no_primary_account"]
 
 
 def test_a_body_that_is_not_a_job_is_left_for_the_dead_letter_queue(world: World, sqs: Any) -> None:
@@ -115,7 +115,7 @@ def test_a_body_that_is_not_a_job_is_left_for_the_dead_letter_queue(world: World
     sqs.send_message(QueueUrl=queue_url, MessageBody="not a job")
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert (report.unreadable, report.acknowledged) == (1, 0)
-    assert world.sink.outcomes == []
+    assert world.recorded() == []
     assert _on_queue(sqs, queue_url) == (0, 1)
 
 
@@ -127,7 +127,7 @@ def test_all_active_enqueues_one_job_per_user_holding_an_active_row(world: World
     sent = enqueue_relinks(sqs, queue_url, world.table.active_user_ids())
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)
     assert sent == 2
-    assert sorted(o.user_id or "" for o in world.sink.outcomes) == ["u-1", "u-3"]
+    assert sorted(o.user_id or "" for o in world.recorded()) == ["u-1", "u-3"]
     assert report.linked == 2
 
 

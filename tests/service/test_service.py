@@ -201,8 +201,8 @@ def test_a_refused_retire_keeps_the_new_row_and_records_the_refusal(world: World
     assert world.status("u-1", new) == "Active"
     assert world.status("u-1", old) == "Cancelled"  # its cancellation record still schedules it
     assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is not None
-    assert [o.kind for o in world.sink.outcomes] == [OutcomeKind.SECOND_SIGNUP_RETIRE_REFUSED]
-    assert world.sink.outcomes[0].array_account_id == old
+    assert [o.kind for o in world.recorded()] == [OutcomeKind.SECOND_SIGNUP_RETIRE_REFUSED]
+    assert world.recorded()[0].array_account_id == old
 
 
 def test_processor_links_the_primary_account_and_puts_back_the_row_unchanged(world: World) -> None:
@@ -214,7 +214,7 @@ def test_processor_links_the_primary_account_and_puts_back_the_row_unchanged(wor
     assert answer.json() == {"arrayAccountId": account, "status": "linked"}
     assert world.fake.tokens_received == [(account, world.fake.token)]
     assert world.item("USER#u-1", f"ENTITLEMENT#{account}") == before
-    assert [o.kind for o in world.sink.outcomes] == [OutcomeKind.LINK_LINKED]
+    assert [o.kind for o in world.recorded()] == [OutcomeKind.LINK_LINKED]
 
 
 def test_processor_answers_404_when_save_if_active_refuses_a_row_retired_mid_link(world: World) -> None:
@@ -225,7 +225,7 @@ def test_processor_answers_404_when_save_if_active_refuses_a_row_retired_mid_lin
     assert answer.status_code == 404
     assert answer.json()["error"] == "entitlement_not_active"
     assert world.status("u-1", old) == "Superseded"  # not returned to Active
-    refused = [o for o in world.sink.outcomes if o.kind is OutcomeKind.LINK_NOT_ACTIVE]
+    refused = [o for o in world.recorded() if o.kind is OutcomeKind.LINK_NOT_ACTIVE]
     assert [(o.array_account_id, o.detail) for o in refused] == [(old, "save_refused")]
 
 
@@ -237,7 +237,7 @@ def test_processor_answers_503_when_transactions_service_keeps_failing(world: Wo
     assert answer.status_code == 503
     assert answer.json()["error"] == "transactions_unavailable"
     assert world.fake.calls["primary_account"] == 3
-    assert [(o.kind, o.detail) for o in world.sink.outcomes] == [
+    assert [(o.kind, o.detail) for o in world.recorded()] == [
         (OutcomeKind.LINK_FAILED, "transactions_unavailable")
     ]
 
@@ -350,8 +350,12 @@ def test_stats_count_the_links_save_if_active_refused(world: World) -> None:
         world.fake.before_processor_token = lambda: client.post("/u-1/array-signup") and None
         client.post("/u-1/processor")
         stats = client.get("/stats").json()
-    assert stats["outcome_details"] == {"link.not_active:save_refused": 1}
-    assert stats["outcomes"] == {"link.not_active": 1}
+    assert stats["outcome_details"] == {
+        "link.not_active:save_refused": 1,
+        "array.account_created:signup": 1,
+        "array.account_created:second_signup": 1,
+    }
+    assert stats["outcomes"] == {"link.not_active": 1, "array.account_created": 2}
     assert stats["requests"] == {"signup": 1, "second_signup": 1}
 
 

@@ -104,6 +104,20 @@ class Story:
         self.outcomes.append(event)
         return event
 
+    def account_created(self, user: str, account: str, by: str = "signup") -> OutcomeEvent:
+        """The service's record that Array created `account` (before the write naming it)."""
+        kind = OutcomeKind.ARRAY_ACCOUNT_CREATED
+        event = OutcomeEvent(
+            outcome_id=outcome_id(f"array-account|{user}|{account}", kind),
+            kind=kind,
+            occurred_at=self.now,
+            user_id=user,
+            array_account_id=account,
+            detail=by,
+        )
+        self.outcomes.append(event)
+        return event
+
     # -- images -------------------------------------------------------------------------------------
     def row(self, user: str, account: str) -> dict[str, Any]:
         return dict(self.items[(entitlement_key(user, account)["pk"], entitlement_key(user, account)["sk"])])
@@ -138,6 +152,7 @@ class Story:
 
     # -- the service's operations (seed 000) ---------------------------------------------------------
     def signup(self, user: str, account: str) -> StreamEvent:
+        self.account_created(user, account)
         return self.put(self.new_row(user, account))
 
     def relink(self, user: str) -> StreamEvent:
@@ -148,6 +163,7 @@ class Story:
     def second_signup(self, user: str, new_account: str, *, stale_ttl: Any = None) -> StreamEvent:
         """New Active row, the old one Superseded, a stale record on the old account (1 day)."""
         old = self.active_account(user)
+        self.account_created(user, new_account, "second_signup")
         self.put(self.new_row(user, new_account))
         self.set_status(user, old, "Superseded")
         ttl = stale_ttl if stale_ttl is not None else epoch(self.now) + DAY

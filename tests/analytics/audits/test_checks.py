@@ -7,7 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analytics.audits import AUDIT_SQL_DIR, CHECK_ORDER, CheckDefinitionError, Scope, load_checks, load_config
+from analytics.audits import load_checks, load_config
+from analytics.audits._checks import AUDIT_SQL_DIR, CHECK_ORDER, CheckDefinitionError, Scope
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
 from analytics.views import create_views

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analytics.audits import AuditConfigError, Thresholds, load_checks, load_config
+from analytics.audits import load_checks, load_config
+from analytics.audits._config import AuditConfigError, Thresholds
 from config import PolicySettings
 
 KNOWN = frozenset(c.name for c in load_checks())

@@ -336,6 +336,34 @@ def test_a_guard_refusal_is_found(story: Story, audit: Audit) -> None:
     assert keys(report, "guard_refusals", "user_id", "array_account_id") == {("frank", "acct-f1")}
 
 
+# -- Array accounts with no row ---------------------------------------------------------------------
+
+
+def test_an_account_created_at_array_whose_row_never_landed_is_found(story: Story, audit: Audit) -> None:
+    story.account_created("zoe", "acct-z1")  # the signup's put failed: no row names the account
+    story.tick(hours=2)
+    story.signup("yann", "acct-y1")  # the log goes on past the grace period
+    report = audit(story)
+    assert found(report) == {"array_account_without_row": 1}
+    assert keys(report, "array_account_without_row", "user_id", "array_account_id", "created_by") == {
+        ("zoe", "acct-z1", "signup")
+    }
+
+
+def test_a_signup_whose_row_landed_is_not_an_account_without_row(story: Story, audit: Audit) -> None:
+    story.signup("zoe", "acct-z1")  # records the account created, then writes its row
+    story.tick(hours=2)
+    story.signup("yann", "acct-y1")
+    assert found(audit(story)) == {}
+
+
+def test_an_account_created_within_the_grace_period_is_not_reported_yet(story: Story, audit: Audit) -> None:
+    story.account_created("zoe", "acct-z1")
+    story.tick(minutes=20)
+    story.signup("yann", "acct-y1")
+    assert found(audit(story)) == {}
+
+
 # -- unknown statuses and item kinds ----------------------------------------------------------------
 
 

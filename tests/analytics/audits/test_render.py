@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from analytics.audits import AuditReport, audit_charts, render_report
+from analytics.audits import AuditReport, render_report
+from analytics.audits._render import audit_charts
 from tests.analytics.audits.story import Story
 
 Audit = Callable[..., AuditReport]

@@ -54,6 +54,21 @@ def test_replay_parked_with_a_poison_record_replays_the_good_ones_and_exits_0(
     assert (state.parked.count(), state.quarantine.count(), state.dead_letters.count()) == (0, 1, 0)
 
 
+def test_replay_parked_replays_around_a_damaged_file_names_it_on_one_line_and_exits_1(
+    state: StateDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    park(state, "lake", stream_record("e-1", "100"))
+    damaged = state.root / "parked" / "lake" / "damaged.json"
+    damaged.write_bytes(b"{}")
+    lake = Recorder("lake")
+    use_handlers(monkeypatch, registry_of(lake))
+    result = runner.invoke(app, ["replay-parked"], env=state.env)
+    assert (result.exit_code, lake.flushed) == (1, ["e-1"])
+    assert result.stderr.splitlines()[-1:] == [
+        f"replay-parked: 1 damaged file skipped, left in place: {damaged}"
+    ]
+
+
 def test_replay_parked_exits_1_while_a_batch_stays_parked(
     state: StateDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -63,6 +63,22 @@ def test_redrive_after_the_fix_hands_the_record_to_its_handler_once_and_removes_
     assert state.dead_letters.count() == 0
 
 
+def test_redrive_re_drives_around_a_damaged_file_names_it_on_one_line_and_exits_1(
+    state: StateDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state.dead_lettered(stream_record("poison-1"))
+    damaged = state.root / "dead-letter" / "cleanup" / "shardId-1" / "damaged.json"
+    damaged.write_bytes(b'{"handler": "cleanup"}')
+    lake = Recorder("lake")
+    cleanup = Fixed("cleanup", sink=lake)
+    use_handlers(monkeypatch, registry_of(cleanup, lake, feeds={"cleanup": ("lake",)}))
+    result = runner.invoke(app, ["redrive"], env=state.env)
+    assert (result.exit_code, cleanup.flushed, state.dead_letters.count()) == (1, ["poison-1"], 1)
+    assert result.stderr.splitlines()[-1:] == [  # after the JSON log lines
+        f"dead-letter redrive: 1 damaged file skipped, left in place: {damaged}"
+    ]
+
+
 def test_redrive_exits_1_while_a_letter_is_still_refused(
     state: StateDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:

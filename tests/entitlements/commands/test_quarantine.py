@@ -34,6 +34,17 @@ def test_list_counts_the_quarantined_records_by_reason(state: StateDir) -> None:
     ]
 
 
+def test_list_names_a_damaged_file_on_one_line_and_exits_1(state: StateDir) -> None:
+    state.quarantined(b"x", "100")
+    damaged = state.root / "quarantine" / "shardId-1" / "damaged.json"
+    damaged.write_bytes(b"not json")
+    result = runner.invoke(app, ["list"], env=state.env)
+    assert (result.exit_code, result.stdout.splitlines()[0]) == (1, "quarantine: 1 record")
+    assert result.stderr.splitlines() == [
+        f"quarantine list: 1 damaged file skipped, left in place: {damaged}"
+    ]
+
+
 def test_list_never_prints_a_records_content(state: StateDir) -> None:
     state.quarantined(b"secret-user-id")
     assert "secret" not in runner.invoke(app, ["list"], env=state.env).stdout

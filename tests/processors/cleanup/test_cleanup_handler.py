@@ -748,3 +748,110 @@ def test_a_replay_after_a_crash_lost_the_deletes_outcome_still_reports_deleted(
     [final] = [o for o in replay.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES]
     assert (final.kind, final.detail) == (K.CLEANUP_DELETED, "earlier_attempt")
     assert final.outcome_id == lost.outcomes[0].outcome_id
+
+
+class _SqsRefuses:
+    """The retry queue takes every entry but those naming `account` (a per-entry refusal)."""
+
+    def __init__(self, inner: Any, account: str) -> None:
+        self.inner = inner
+        self.account = account
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        taken = [entry for entry in Entries if self.account not in entry["MessageBody"]]
+        if taken:
+            self.inner.send_message_batch(QueueUrl=QueueUrl, Entries=taken)
+        refused = [entry for entry in Entries if entry not in taken]
+        return {"Failed": [{"Id": entry["Id"], "Code": "Refused"} for entry in refused]}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _position(event: StreamEvent) -> tuple[str, str]:
+    return (event.position.shard_id, event.position.sequence_number)
+
+
+def test_a_flush_that_cannot_park_names_every_expiry_it_deleted_as_finished(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    array_client: HttpArrayClient,
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+) -> None:
+    fake_array.add_users(["acct-ok", "acct-down"])
+    put_rows([("u1", "acct-ok", "Superseded"), ("u2", "acct-down", "Superseded")])
+    handler = make_handler(sqs=_SqsDown(sqs), array=_FailsFor("acct-down", array_client))
+    deleted, unparked = make_expiry("u1", "acct-ok"), make_expiry("u2", "acct-down")
+    handler.add(deleted)
+    handler.add(unparked)
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()
+    assert raised.value.finished == {_position(deleted)}
+
+
+def test_work_the_retry_queue_took_is_named_finished_and_only_the_refused_work_is_not(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+) -> None:
+    put_rows([("u1", "acct-1", "Superseded"), ("u2", "acct-2", "Superseded")])
+    fake_array.expire_credentials()  # every delete refused: both are parked in the retry queue
+    handler = make_handler(sqs=_SqsRefuses(sqs, "acct-2"))
+    taken, refused = make_expiry("u1", "acct-1"), make_expiry("u2", "acct-2")
+    handler.add(taken)
+    handler.add(refused)
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()
+    assert raised.value.finished == {_position(taken)}
+
+
+def test_an_event_that_asks_for_no_cleanup_is_named_finished_when_a_flush_fails(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+) -> None:
+    put_row("u1", "acct-1", "Superseded")
+    fake_array.expire_credentials()
+    handler = make_handler(sqs=_SqsDown(sqs))
+    [other] = _other_events("u2", "acct-2")[2:3]
+    handler.add(other)
+    handler.add(make_expiry("u1", "acct-1"))
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()
+    assert raised.value.finished == {_position(other)}
+
+
+def test_a_failing_flush_names_nothing_finished_before_its_last_success(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    fake_array: FakeArrayServer,
+    put_rows: Callable[[list[tuple[str, str, str]]], None],
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_rows([("u1", "acct-1", "Superseded"), ("u2", "acct-2", "Superseded")])
+    flaky = _SqsDown(sqs)
+    flaky.down.clear()
+    handler = make_handler(sqs=flaky)
+    _run(handler, make_expiry("u1", "acct-1"))  # a successful flush: a window of its own, committed
+    flaky.down.set()
+    fake_array.expire_credentials()
+    handler.add(make_expiry("u2", "acct-2"))
+    with pytest.raises(RetryQueueError) as raised:
+        handler.flush()
+    assert raised.value.finished == frozenset()
+
+
+class _FailsFor:
+    """Array unavailable for one account; the others go to the real fake Array."""
+
+    def __init__(self, account: str, inner: HttpArrayClient) -> None:
+        self.account = account
+        self.inner = inner
+
+    def delete_user(self, array_user_id: str, *, deadline: float | None = None) -> None:
+        if array_user_id == self.account:
+            raise ArrayTransientError("503")
+        self.inner.delete_user(array_user_id, deadline=deadline)

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from processors.erasure._capabilities import CAPABILITIES, Handling, handling_for
-from schema.erasure import CAPABILITY_FIXTURES, CapabilityPair, restamp_expires_at
+from schema.erasure import CAPABILITY_FIXTURES, restamp_expires_at
+from schema.erasure._fixtures import CapabilityPair
 from tests.processors.erasure.erasure_subscriber_helpers import Stack
 
 PAIRS = CAPABILITY_FIXTURES.pairs

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from schema.erasure import address_key, is_quarantine_address, quarantine_address
+from schema.erasure._address import address_key, is_quarantine_address, quarantine_address
 from schema.errors import EntitlementsError
 
 

@@ -9,12 +9,12 @@ import pytest
 from schema.erasure import (
     CAPABILITY_FIXTURES,
     CHANNEL_CONSTANTS,
-    ErasureValueError,
     is_expired,
     parse_erasure_request,
     restamp_expires_at,
     serialize_erasure_message,
 )
+from schema.erasure._errors import ErasureValueError
 from tests.schema.erasure.erasure_test_support import load_schema_file
 
 SCHEMA_DEFS = load_schema_file("erasure-contract.schema.json")["$defs"]

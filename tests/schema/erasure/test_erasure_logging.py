@@ -15,13 +15,8 @@ from typing import Any
 
 import pytest
 
-from schema.erasure import (
-    AckResponse,
-    ErasureContractError,
-    ErasureResponseSender,
-    ErasureResponseSendError,
-    parse_erasure_request,
-)
+from schema.erasure import AckResponse, ErasureContractError, ErasureResponseSender, parse_erasure_request
+from schema.erasure._errors import ErasureResponseSendError
 
 CANARY_REQUEST_ID = "canary-request-id-5b1e9c"
 CANARY_KEY = "canary-key-0d7f42@example.com"

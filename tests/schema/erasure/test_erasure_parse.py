@@ -14,14 +14,13 @@ from schema.erasure import (
     ClassifyRequest,
     EraseRequest,
     ErasureContractError,
-    ErasureContractErrorCode,
-    ErasureValueError,
     RefileRequest,
     is_expired,
     parse_erasure_message,
     parse_erasure_request,
     serialize_erasure_message,
 )
+from schema.erasure._errors import ErasureContractErrorCode, ErasureValueError
 from schema.errors import EntitlementsError, TerminalError
 
 ERASE = (

@@ -12,13 +12,12 @@ from schema.erasure import CAPABILITY_FIXTURES as FIXTURES
 from schema.erasure import (
     AckResponse,
     ErasureContractError,
-    ErasureContractErrorCode,
     ErasureResponseSender,
-    ErasureResponseSendError,
     HoldingsResponse,
     RefileAckResponse,
     parse_erasure_message,
 )
+from schema.erasure._errors import ErasureContractErrorCode, ErasureResponseSendError
 from schema.errors import RetryableError
 from tests.schema.erasure.erasure_test_support import receive_all
 
