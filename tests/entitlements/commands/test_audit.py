@@ -70,7 +70,7 @@ def test_the_html_report_is_written_where_asked(tmp_path: Path) -> None:
     target = tmp_path / "out" / "audit.html"
     result = invoke(land(tmp_path, duplicate(clean_story())), "--format", "html", "--output", str(target))
     assert result.exit_code == 1
-    assert "audit: ERROR (2 error, 0 warn, 20 pass); report written to" in result.stdout
+    assert "audit: ERROR (2 error, 0 warn, 21 pass); report written to" in result.stdout
     assert target.read_text().startswith("<!DOCTYPE html>")
 
 
