@@ -6,12 +6,12 @@ import analytics; `entitlements.compose` hands the worker this adapter).
   rewritten: `analytics.connect` and every audit and report read the mask themselves, so no reader can
   forget it. `unmask` forgets them after the second pass: the mask is the one place that holds their
   ids, so it must not keep them; the landing filter keeps their events out from then on.
-- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures, rewriting each file
-  that holds a row of any of them once, whole and atomically, and no other file. Calls are serialised
-  in the process and across a local lake's processes (the lake's rewrite lock).
-- `holds` scans the `user_id` (and `pk`) columns of every data file in the purged datasets
-  (`analytics.lake.purge.PURGED_DATASETS`) with pyarrow.dataset, and answers None when a file cannot be
-  read.
+- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures: one DELETE commit
+  per table, then the vacuum and log clean-up that leave no byte naming them. Calls are serialised in
+  the process; across processes and hosts, Delta's conflict checks order a purge and any rewrite.
+- `holds` scans the `user_id` (and `pk`) columns of every current data file of the purged tables
+  (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them) with pyarrow.dataset, and
+  answers None when a file cannot be read.
 """
 
 from __future__ import annotations
@@ -20,14 +20,15 @@ __all__ = ["AnalyticsLakeEraser"]
 
 import threading
 from collections.abc import Collection
-from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake.exceptions import DeltaError
 
 from analytics.lake import Lake, purge_users
+from analytics.lake._delta import active_files, open_table, table_schema_names
 from analytics.lake._mask import read_mask, write_mask
 from analytics.lake.purge import PURGED_DATASETS
 from analytics.views import connect
@@ -81,31 +82,22 @@ class AnalyticsLakeEraser:
     def holds(self, user_id: str) -> bool | None:
         try:
             return any(self._dataset_holds(name, user_id) for name in PURGED_DATASETS)
-        except (OSError, pa.ArrowException):
+        except (OSError, pa.ArrowException, DeltaError):
             return None
 
-    def _data_files(self, directory: str) -> list[str]:
-        selector = pafs.FileSelector(self._lake.path(directory), recursive=True, allow_not_found=True)
-        return sorted(
-            info.path
-            for info in self._lake.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File
-            and info.base_name.endswith(".parquet")
-            and not info.base_name.startswith(("_", "."))
-        )
-
     def _dataset_holds(self, directory: str, user_id: str) -> bool:
-        files = self._data_files(directory)
-        if not files:
+        table = open_table(self._lake, directory)
+        files = [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
+        if table is None or not files:
             return False
-        dataset = ds.dataset(files, filesystem=self._lake.fs, format="parquet")
-        names = set(dataset.schema.names)
-        condition: Any = None
-        if "user_id" in names:
-            condition = ds.field("user_id") == user_id
-        if "pk" in names:
-            by_pk = ds.field("pk") == f"{USER_PK_PREFIX}{user_id}"
-            condition = by_pk if condition is None else (condition | by_pk)
-        if condition is None:
-            return False
-        return bool(dataset.count_rows(filter=condition))
+        probe = [c for c in ("user_id", "pk") if c in table_schema_names(table)]
+        # Every file is read (its probed columns): a file that cannot be read answers None.
+        wanted = {"user_id": user_id, "pk": f"{USER_PK_PREFIX}{user_id}"}
+        for path in files:
+            with self._lake.fs.open_input_file(path) as handle:
+                columns = pq.read_table(handle, columns=probe)
+            for name in probe:
+                values = columns[name].cast(pa.string())
+                if pc.any(pc.equal(values, wanted[name])).as_py():
+                    return True
+        return False

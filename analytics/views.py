@@ -1,8 +1,11 @@
 """The lake's SQL views on a DuckDB connection.
 
 The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same files work
-from the DuckDB CLI on a local lake (`analytics/sql/all.sql`). They find the lake through the DuckDB
-variable `lake_root`, read with `union_by_name` (files written under older schemas lose no column) and
+from the DuckDB CLI (`analytics/sql/all.sql`, after `variables_sql`'s statements). The lake's tables are
+Delta tables: delta-rs resolves each table's current version to its data files, and DuckDB (2.0, its
+own Parquet reader: no extension) reads those files, named in the variables `changes_files`,
+`outcomes_files` and `state_files`. They read with `union_by_name` (files written under older schemas
+lose no column) and
 hide every user in the `erased_users` table: the lake's erasure mask (`analytics/lake/_mask.py`), read on
 every connection, plus any a caller adds.
 
@@ -24,7 +27,7 @@ check, a mining report) passes `views=` and gets those views and what they read,
 
 from __future__ import annotations
 
-__all__ = ["VIEW_NAMES", "connect", "create_views", "set_mask", "sql_files", "views_read_by"]
+__all__ = ["VIEW_NAMES", "connect", "create_views", "set_mask", "sql_files", "variables_sql", "views_read_by"]
 
 import re
 from collections.abc import Iterable
@@ -34,13 +37,14 @@ from typing import Any
 
 import duckdb
 
-from analytics.lake._duck import literal, read_files_sql
-from analytics.lake._files import anchor_path, ensure_layout, list_parquet
+from analytics.lake._delta import open_table
+from analytics.lake._duck import literal
+from analytics.lake._files import TABLES, anchor_file, ensure_layout, table_files
 from analytics.lake._filesystem import Lake
-from analytics.lake._fold import STATE_ORDER, classify, fold_sql
+from analytics.lake._fold import STATE_ORDER, fold_sql
 from analytics.lake._mask import read_mask
-from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
-from analytics.lake.snapshot import read_manifest
+from analytics.lake._schema import CHANGES, OUTCOMES, STATE_DIR, AllowList, default_allow_list, state_schema
+from analytics.lake.snapshot import _unfolded, snapshot_info
 
 SQL_DIR = Path(__file__).parent / "sql"
 VIEW_NAMES: tuple[str, ...] = (
@@ -120,29 +124,61 @@ def set_mask(con: Any, user_ids: Iterable[str]) -> None:
         con.executemany("INSERT INTO erased_users VALUES (?)", [(user_id,) for user_id in ids])
 
 
+def _read_files_sql(lake: Lake, anchor: str, relatives: list[str]) -> str:
+    files = "[" + ", ".join([literal(anchor), *(literal(lake.uri_for(r)) for r in relatives)]) + "]"
+    return f"read_parquet({files}, union_by_name = true, hive_partitioning = false)"
+
+
 def _current_from_snapshot(lake: Lake, allow: AllowList) -> str | None:
-    manifest = read_manifest(lake)
-    if manifest is None:
+    info = snapshot_info(lake)
+    changes = open_table(lake, CHANGES)
+    if info is None or changes is None:
         return None
-    to_read, _ = classify(lake, list_parquet(lake, CHANGES), manifest.folded)
-    states = read_files_sql(lake, anchor_path(STATE_DIR), (f.path for f in manifest.state_files))
+    unfolded = _unfolded(lake, changes, info.folded_version)
+    if unfolded is None:
+        return None  # the log no longer reaches the snapshot (an erasure cleaned it): read the log
+    to_read = unfolded[0]
+    states = _read_files_sql(lake, anchor_file(TABLES[STATE_DIR], allow), list(info.state_files))
     columns = state_schema(allow).names
     live = ", ".join(c for c in columns if c != "deleted")
     mask = "NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)"
-    if len(manifest.state_files) == 1 and not to_read:
+    if info.deltas == 0 and not to_read:
         # One fold and nothing new: every item appears once, no dedupe needed.
         return (
             f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM {states} AS s "  # noqa: S608
             f"WHERE NOT deleted AND {mask}"
         )
-    changes = read_files_sql(lake, anchor_path(CHANGES), (f.path for f in to_read))
+    changes_sql = _read_files_sql(lake, anchor_file(TABLES[CHANGES], allow), to_read)
     listed = ", ".join(columns)
     return (
         f"CREATE OR REPLACE VIEW current_items AS SELECT {live} FROM ("  # noqa: S608
-        f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME {fold_sql(changes, allow)}) AS s "
+        f"SELECT * FROM (SELECT {listed} FROM {states} UNION ALL BY NAME "
+        f"{fold_sql(changes_sql, allow)}) AS s "
         f"WHERE {mask} QUALIFY row_number() OVER (PARTITION BY pk, sk ORDER BY {STATE_ORDER}) = 1"
         ") WHERE NOT deleted"
     )
+
+
+def _file_variables(lake: Lake, allow: AllowList) -> dict[str, list[str]]:
+    """The DuckDB variables naming each table's current files (a schema anchor first)."""
+    tables = ensure_layout(lake, allow)
+    return {
+        f"{variable}_files": table_files(lake, name, tables[name], allow)
+        for variable, name in (("changes", CHANGES), ("outcomes", OUTCOMES), ("state", STATE_DIR))
+    }
+
+
+def variables_sql(lake: Lake, allow_list: AllowList | None = None) -> str:
+    """SET VARIABLE statements naming the tables' current files, for the DuckDB CLI before
+    `.read analytics/sql/all.sql` (a local lake; see schema/lake.md)."""
+    variables = _file_variables(lake, allow_list or default_allow_list())
+    return "\n".join(
+        f"SET VARIABLE {name} = {path_list_literal(files)};" for name, files in variables.items()
+    )
+
+
+def path_list_literal(files: list[str]) -> str:
+    return "[" + ", ".join(literal(f) for f in files) + "]"
 
 
 def create_views(
@@ -158,11 +194,12 @@ def create_views(
     hiding every user an erasure has masked in the lake (always: no caller can forget it) and the users
     in `mask`.
 
-    With `from_snapshot`, `current_items` (and the views on it) reads the latest snapshot plus the change
-    files it has not folded, as listed now: call again to pick up files landed since.
+    The views read the tables' versions current now: call again to see commits made since. With
+    `from_snapshot`, `current_items` (and the views on it) reads the latest snapshot plus the change
+    files committed after it.
     """
     allow = allow_list or default_allow_list()
-    ensure_layout(lake, allow)
+    variables = _file_variables(lake, allow)
     replaced: dict[str, str] = {}
     if from_snapshot and (statement := _current_from_snapshot(lake, allow)):
         replaced["current_items"] = statement
@@ -170,6 +207,8 @@ def create_views(
     lake.register(con)
     con.execute("SET TimeZone = 'UTC'")
     con.execute(f"SET VARIABLE lake_root = {literal(lake.uri)}")
+    for name, files in variables.items():
+        con.execute(f"SET VARIABLE {name} = {path_list_literal(files)}")
     for created, _, text in _definitions():
         if created and wanted is not None and not created & wanted:
             continue

@@ -22,7 +22,6 @@ from __future__ import annotations
 __all__ = ["STREAM_ARN", "SyntheticLake", "append_updates", "generate_lake"]
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -31,7 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analytics.lake import Lake, changes_schema, default_allow_list
-from analytics.lake._files import change_file_name, ensure_layout, partition_dir, write_parquet_atomic
+from analytics.lake._delta import append
+from analytics.lake._files import TABLES, ensure_layout
 
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
 _DAY_US = 86_400_000_000
@@ -270,14 +270,20 @@ def _write_rows(
             .select(schema.names)
             .cast(schema)
         )
-        keys = table["sequence_key"]
-        name = change_file_name(STREAM_ARN, shards[shard], keys[0].as_py(), keys[-1].as_py())
-        write_parquet_atomic(lake, f"{partition_dir('changes', when)}/{name}", table, schema)
+        land_changes(lake, table, when)
 
-    # Arrow compute and Parquet writing release the GIL: two writers keep both cores busy.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(write, tasks))
+    for task in tasks:  # one Delta commit per file, as the landing makes them
+        write(task)
     return len(tasks)
+
+
+def land_changes(lake: Lake, table: pa.Table, when: date) -> int:
+    """Append `table` (changes rows of day `when`) to the lake's `changes` table as one commit."""
+    delta = ensure_layout(lake, default_allow_list())["changes"]
+    dated = table.append_column(
+        pa.field("event_date", pa.date32()), pa.array([when] * table.num_rows, pa.date32())
+    )
+    return append(lake, delta, "changes", dated, partition_by=TABLES["changes"].partition_by)
 
 
 def generate_lake(

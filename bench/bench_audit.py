@@ -30,9 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analytics.audits import AuditConfig, AuditParameters, run_audits
-from analytics.lake import Lake, changes_schema, default_allow_list, open_lake, read_manifest, snapshot
-from analytics.lake._files import change_file_name, ensure_layout, partition_dir, write_parquet_atomic
+from analytics.lake import Lake, changes_schema, default_allow_list, open_lake, snapshot, snapshot_info
+from analytics.lake._files import ensure_layout
 from bench._report import Figure, best_of, print_figures
+from bench._synthetic_lake import land_changes
 
 ROWS = 10_000_000
 PLANTED = 1_000
@@ -261,7 +262,7 @@ def build_lake(root: str, rows: int = ROWS, planted: int = PLANTED, seed: int = 
     boundaries = np.flatnonzero(np.diff(day)) + 1
     for lo, hi in zip(np.r_[0, boundaries], np.r_[boundaries, len(day)], strict=True):
         when = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=int(day[lo]))).date()
-        for s, shard_id in enumerate(SHARDS):
+        for s in range(len(SHARDS)):
             index = lo + np.flatnonzero(shard[lo:hi] == s)
             if not len(index):
                 continue
@@ -273,9 +274,7 @@ def build_lake(root: str, rows: int = ROWS, planted: int = PLANTED, seed: int = 
                 seq=seq[index],
                 schema=schema,
             )
-            keys = table["sequence_key"]
-            name = change_file_name(STREAM_ARN, shard_id, keys[0].as_py(), keys[-1].as_py())
-            write_parquet_atomic(lake, f"{partition_dir('changes', when)}/{name}", table, schema)
+            land_changes(lake, table, when)
             files += 1
     planted_users = frozenset(f"u{u:08d}" for u in range(int(first_planted), int(first_planted) + planted))
     return BenchLake(
@@ -289,9 +288,9 @@ def build_lake(root: str, rows: int = ROWS, planted: int = PLANTED, seed: int = 
 
 
 def _bare_scan_sql(lake: Lake, columns: list[str]) -> str:
-    manifest = read_manifest(lake)
-    assert manifest is not None
-    files = ", ".join(f"'{lake.uri_for(f.path)}'" for f in manifest.state_files)
+    info = snapshot_info(lake)
+    assert info is not None
+    files = ", ".join(f"'{lake.uri_for(path)}'" for path in info.state_files)
     touched = ", ".join(f"min({c})" for c in columns)
     return f"SELECT {touched} FROM read_parquet([{files}])"
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analytics.lake import LakeHandler, changes_schema, default_allow_list, open_lake, snapshot
-from analytics.lake._files import list_parquet
+from analytics.lake._delta import active_files, open_table
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
 from config import LakeSettings
@@ -144,9 +144,9 @@ def _landing() -> list[Figure]:
             handler.flush()
 
         landing_seconds = best_of(3, land)
-        files = list_parquet(lake, "changes")
+        files = [f"changes/{path}" for path, _ in active_files(open_table(lake, "changes"))]
         schema = changes_schema(default_allow_list())
-        landed = pa.concat_tables([pq.read_table(lake.path(f.path)) for f in files]).select(schema.names)
+        landed = pa.concat_tables([pq.read_table(lake.path(f)) for f in files]).select(schema.names)
         columns = landed.to_pydict()  # the same rows as Python column lists
         target = os.path.join(root, "bare.parquet")
 

@@ -27,6 +27,7 @@ _COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
     ("consume", None),
     ("demo", None),
     ("lake", None),
+    ("lake_tables", "lake"),
     ("mine", None),
     ("audit", None),
     ("cleanup", "cleanup"),

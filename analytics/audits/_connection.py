@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from analytics.audits._config import AuditConfig
-from analytics.lake import Lake, read_manifest
+from analytics.lake import Lake, snapshot_info
 from analytics.views import create_views
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus, ItemKind
@@ -97,7 +97,7 @@ def open_connection(
         con.execute("SET enable_progress_bar = false")
         if threads:
             con.execute(f"SET threads = {int(threads)}")
-        use_snapshot = from_snapshot and as_of is None and read_manifest(lake) is not None
+        use_snapshot = from_snapshot and as_of is None and snapshot_info(lake) is not None
         if views is not None and as_of is not None:
             views = {*views, *_RESTRICTED}  # `_restrict` redefines these
         create_views(con, lake, mask=mask, from_snapshot=use_snapshot, views=views)

@@ -1,5 +1,5 @@
-"""The Parquet lake: landing (a record-processor handler and outcome sink), compaction, snapshots and
-purges. Datasets and their columns are documented in schema/lake.md."""
+"""The lake: Delta tables (delta-rs) written by the landing (a record-processor handler and outcome sink),
+compacted, snapshotted and purged to the last byte. Tables and their columns: schema/lake.md."""
 
 from analytics.lake._filesystem import Lake, lake_from_settings, open_lake
 from analytics.lake._schema import (
@@ -15,17 +15,18 @@ from analytics.lake._schema import (
     load_allow_list,
     state_schema,
 )
-from analytics.lake.compaction import CompactionResult, compact
+from analytics.lake.compaction import CompactionResult, compact, compact_continuously
 from analytics.lake.landing import LakeHandler, LandingStats
 from analytics.lake.purge import PurgeCounts, purge_users
 from analytics.lake.snapshot import (
-    SnapshotManifest,
+    SnapshotInfo,
     SnapshotResult,
-    read_manifest,
     read_snapshot,
     snapshot,
     snapshot_as_of,
+    snapshot_info,
     state_as_of,
+    state_at_version,
 )
 
 __all__ = [
@@ -41,19 +42,21 @@ __all__ = [
     "LakeHandler",
     "LandingStats",
     "PurgeCounts",
-    "SnapshotManifest",
+    "SnapshotInfo",
     "SnapshotResult",
     "changes_schema",
     "compact",
+    "compact_continuously",
     "default_allow_list",
     "lake_from_settings",
     "load_allow_list",
     "open_lake",
     "purge_users",
-    "read_manifest",
     "read_snapshot",
     "snapshot",
     "snapshot_as_of",
+    "snapshot_info",
     "state_as_of",
+    "state_at_version",
     "state_schema",
 ]

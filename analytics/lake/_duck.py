@@ -3,7 +3,7 @@ SQL literals for file lists."""
 
 from __future__ import annotations
 
-__all__ = ["arrow_table", "connect", "literal", "path_list", "read_files_sql"]
+__all__ = ["arrow_table", "connect", "literal", "path_list"]
 
 import os
 import tempfile
@@ -37,14 +37,6 @@ def literal(text: str) -> str:
 
 def path_list(lake: Lake, relatives: Iterable[str]) -> str:
     return "[" + ", ".join(literal(lake.uri_for(relative)) for relative in relatives) + "]"
-
-
-def read_files_sql(lake: Lake, anchor: str, relatives: Iterable[str]) -> str:
-    """`read_parquet` over files plus the dataset's schema anchor, so every current column exists."""
-    return (
-        f"read_parquet({path_list(lake, [anchor, *relatives])}, union_by_name = true, "
-        "hive_partitioning = false)"
-    )
 
 
 def arrow_table(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:

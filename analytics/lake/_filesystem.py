@@ -1,6 +1,9 @@
-"""Where the lake lives: a local directory (the default) or `s3://bucket/prefix` through pyarrow's S3
-filesystem. DuckDB cannot load its httpfs extension here, so an S3 lake is handed to DuckDB as an fsspec
-filesystem wrapping the same pyarrow filesystem (`Lake.register`)."""
+"""Where the lake lives: a local directory (the default) or `s3://bucket/prefix`.
+
+Its tables are Delta tables written and maintained by delta-rs (`storage_options` carry the S3 endpoint
+and credentials to it); pyarrow's filesystem (`fs`) reads the files delta-rs names and the erasure mask.
+DuckDB cannot load its httpfs extension here, so an S3 lake is handed to DuckDB as an fsspec filesystem
+wrapping the same pyarrow filesystem (`Lake.register`)."""
 
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ class Lake:
     uri: str
     is_local: bool
     _fsspec: Any = field(default=None, repr=False, compare=False)
+    # delta-rs's object-store options (endpoint, region, credentials): never logged, never shown.
+    storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def path(self, relative: str) -> str:
         """The filesystem path of a lake-relative path (`changes/event_date=…/x.parquet`)."""
@@ -43,6 +48,10 @@ class Lake:
 
     def uri_for(self, relative: str) -> str:
         return f"{self.uri}/{relative}" if relative else self.uri
+
+    def table_uri(self, table: str) -> str:
+        """The URI delta-rs opens for a lake-relative table directory (`changes`, `snapshots/state`)."""
+        return self.uri_for(table)
 
     def relative(self, path: str) -> str:
         """The lake-relative form of a filesystem path."""
@@ -76,13 +85,23 @@ def open_lake(
         if not bucket_and_prefix:
             raise ValueError("an s3 lake root names a bucket")
         options: dict[str, Any] = {"region": region, "allow_delayed_open": True}
+        # delta-rs commits on S3 by conditional PUTs (If-None-Match on the next log entry), so writers on
+        # many hosts append safely without a lock table (schema/lake.md, "Many writers").
+        storage: dict[str, str] = {}
+        if region:
+            storage["AWS_REGION"] = region
         if endpoint_url:
             parts = urlsplit(endpoint_url)
             options["endpoint_override"] = parts.netloc or parts.path
             options["scheme"] = parts.scheme or "https"
+            storage["AWS_ENDPOINT_URL"] = endpoint_url
+            if options["scheme"] == "http":
+                storage["AWS_ALLOW_HTTP"] = "true"
         if access_key and secret_key:
             options["access_key"] = access_key
             options["secret_key"] = secret_key
+            storage["AWS_ACCESS_KEY_ID"] = access_key
+            storage["AWS_SECRET_ACCESS_KEY"] = secret_key
         s3 = pafs.S3FileSystem(**options)
         return Lake(
             fs=s3,
@@ -90,6 +109,7 @@ def open_lake(
             uri=f"{S3_SCHEME}{bucket_and_prefix}",
             is_local=False,
             _fsspec=_S3Wrapper(s3),
+            storage_options=storage,
         )
     base = os.path.abspath(root).rstrip("/") or "/"
     private_dir(base)  # the lake holds user ids: owner-only, as every file under it

@@ -1,34 +1,22 @@
-"""SQL and file bookkeeping shared by snapshots, views and compaction: how change rows fold into item
-state, and which change files a snapshot has not folded yet."""
+"""How change rows fold into item state: the SQL the views use and the two-pass fold of snapshots."""
 
 from __future__ import annotations
 
-__all__ = [
-    "COMPACTED_PREFIX",
-    "STATE_ORDER",
-    "Source",
-    "classify",
-    "conform",
-    "covered",
-    "fold",
-    "fold_sql",
-]
+__all__ = ["STATE_ORDER", "Source", "conform", "fold", "fold_sql", "read_table"]
 
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from analytics.lake._duck import arrow_table, connect, path_list
-from analytics.lake._files import COMPACTED_FROM_KEY, FileEntry, read_file_metadata, read_table
 from analytics.lake._filesystem import Lake
 from analytics.lake._schema import AllowList, changes_schema, image_columns, state_schema
 
-COMPACTED_PREFIX = "compacted_"
 # Latest first: the change with the highest sequence key wins (duplicates of one event are identical).
 STATE_ORDER = "sequence_key DESC, stream_arn DESC, shard_id DESC"
 
@@ -47,42 +35,28 @@ def fold_sql(source: str, allow: AllowList, where: str = "") -> str:
     )
 
 
-def covered(lineage: list[Any], folded: Mapping[str, int]) -> bool:
-    """Whether every file in a compacted file's lineage has been folded (directly or via its inputs)."""
-    for node in lineage:
-        if node["path"] in folded:
-            continue
-        children = node.get("from")
-        if not children or not covered(children, folded):
-            return False
-    return True
-
-
-def classify(
-    lake: Lake, files: list[FileEntry], folded: Mapping[str, int]
-) -> tuple[list[FileEntry], list[FileEntry]]:
-    """Split files the manifest has not seen into (to read, already covered by lineage)."""
-    to_read: list[FileEntry] = []
-    skipped: list[FileEntry] = []
-    for entry in files:
-        if entry.path in folded:
-            continue
-        if entry.name.startswith(COMPACTED_PREFIX):
-            try:
-                raw = read_file_metadata(lake, entry.path).get(COMPACTED_FROM_KEY)
-            except FileNotFoundError:
-                continue  # replaced meanwhile: its successor is seen next time
-            if raw and covered(json.loads(raw), folded):
-                skipped.append(entry)
-                continue
-        to_read.append(entry)
-    return to_read, skipped
+def read_table(lake: Lake, relative: str) -> pa.Table:
+    """A data file of the lake (lake-relative path), whole."""
+    with lake.fs.open_input_file(lake.path(relative)) as handle:
+        table = pq.read_table(handle)
+    # Files delta-rs rewrote (OPTIMIZE, DELETE) store Arrow's view types: read them as plain strings.
+    if any(pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type) for f in table.schema):
+        fields = [
+            f.with_type(pa.string())
+            if pa.types.is_string_view(f.type)
+            else f.with_type(pa.binary())
+            if pa.types.is_binary_view(f.type)
+            else f
+            for f in table.schema
+        ]
+        table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    return table
 
 
 @dataclass(frozen=True)
 class Source:
-    """Files to fold: change-log files (`kind` "changes") or snapshot state files ("state"), with an
-    optional SQL filter on their rows (e.g. on created_at for an as-of state)."""
+    """Files to fold (lake-relative): `changes` data files (`kind` "changes") or state files ("state"),
+    with an optional SQL filter on their rows (e.g. on created_at for an as-of state)."""
 
     kind: str
     files: tuple[str, ...]

@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from analytics.lake._files import change_file_name, outcome_file_name, partition_dir
 from analytics.lake._schema import (
     CHANGES,
     LAKE_SCHEMA_VERSION,
@@ -38,9 +37,11 @@ _INT64_MAX = 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class PendingFile:
-    """One file to write: its lake-relative path and rows (sorted by identity)."""
+    """Rows of one table and one partition day, sorted by identity (the landing commits every pending
+    part of a table in one commit)."""
 
-    relative: str
+    dataset: str
+    day: date
     table: pa.Table
 
 
@@ -208,7 +209,7 @@ class ChangeBuffer:
         return columns
 
     def files(self) -> Iterator[PendingFile]:
-        """One file per (event date, stream, shard), rows in sequence order, named by their range."""
+        """One part per (event date, stream, shard), rows in sequence order."""
         if not self._events:
             return
         keyed = sorted(
@@ -223,10 +224,8 @@ class ChangeBuffer:
             members.append(event)
             keys.append(key)
             times.append(created)
-        for (day, stream_arn, shard_id), (members, keys, times) in sorted(groups.items()):
-            table = pa.table(self._columns(members, keys, times), schema=self.schema)
-            name = change_file_name(stream_arn, shard_id, keys[0], keys[-1])
-            yield PendingFile(f"{partition_dir(CHANGES, day)}/{name}", table)
+        for (day, _, _), (members, keys, times) in sorted(groups.items()):
+            yield PendingFile(CHANGES, day, pa.table(self._columns(members, keys, times), schema=self.schema))
 
 
 class OutcomeBuffer:
@@ -291,10 +290,9 @@ class OutcomeBuffer:
         by_day: dict[date, list[int]] = {}
         for index, day in enumerate(self._days):
             by_day.setdefault(day, []).append(index)
-        ids, kinds = self._columns["outcome_id"], self._columns["kind"]
+        ids = self._columns["outcome_id"]
         for day, indices in sorted(by_day.items()):
             indices.sort(key=ids.__getitem__)
-            # Named by ids and kinds: a replay's final outcome (same id, another kind) lands beside the
-            # first one's file, never over it; readers keep the one the precedence puts first.
-            name = outcome_file_name(f"{ids[i]}:{kinds[i]}" for i in indices)
-            yield PendingFile(f"{partition_dir(OUTCOMES, day)}/{name}", table.take(indices))
+            # A replay's final outcome (same id, another kind) is appended beside the first one's row,
+            # never over it; readers keep the one the precedence puts first.
+            yield PendingFile(OUTCOMES, day, table.take(indices))

@@ -6,9 +6,16 @@ buffered, so a checkpoint never runs ahead of the files. Between checkpoints the
 when `flush_rows` rows are buffered or the oldest buffered row is `flush_seconds` old (checked as rows
 arrive), so memory stays bounded however long a run is.
 
-Files are named by what they hold (stream, shard, first and last sequence key), so a retried flush
-rewrites the same names. A restart can still move batch boundaries and land an event in two files:
-readers dedupe on (stream_arn, shard_id, sequence_number) (outcomes on outcome_id).
+Each flush is one Delta commit per table it touches (`changes`, `outcomes`): every buffered row of the
+table, all partitions, in one atomic append; a failed commit leaves the table as it was and the buffer
+as it is, and a table whose commit succeeded is not written again by the retry. Many handlers (KCL
+workers on many hosts) append to one table at once: each commit gets its own version.
+
+A restart can move batch boundaries and land an event twice (a retried batch after a crash between the
+commit and the checkpoint): readers dedupe on (stream_arn, shard_id, sequence_number) (outcomes on
+outcome_id and, for final outcomes, the source event). Delta's idempotent transactions (an app id and
+an int64 version) are not used: a shard's sequence numbers run to 40 digits, more than an int64 holds,
+and a batch's boundaries are not stable across restarts, so no one number per batch would identify it.
 """
 
 from __future__ import annotations
@@ -22,11 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
-from analytics.lake._files import ensure_layout, write_parquet_atomic
+from analytics.lake._delta import append
+from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
-from analytics.lake._schema import AllowList, default_allow_list
+from analytics.lake._schema import CHANGES, OUTCOMES, PARTITION_COLUMN, AllowList, default_allow_list
 from config import LakeSettings
 from pipeline.events import StreamEvent
 from schema.errors import RecordContext, RetryableError
@@ -42,7 +52,7 @@ class LandingStats:
     events: int = 0
     outcomes: int = 0
     duplicates_skipped: int = 0
-    files_written: int = 0
+    files_written: int = 0  # commits (one per table a flush touches)
     rows_written: int = 0
     flushes: int = 0
 
@@ -73,7 +83,7 @@ class LakeHandler:
         self._outcomes = OutcomeBuffer()
         self._oldest: float | None = None
         self._lock = threading.RLock()
-        self._layout_ready = False
+        self._tables: dict[str, DeltaTable] | None = None
         self.stats = LandingStats()
 
     @property
@@ -124,31 +134,57 @@ class LakeHandler:
     def _write_all(self) -> None:
         if not self.buffered:
             return
-        pending = [*self._changes.files(), *self._outcomes.files()]
-        try:
-            if not self._layout_ready:
-                ensure_layout(self._lake, self._allow)
-                self._layout_ready = True
-            for item in pending:
-                self._write(item)
-        except (OSError, pa.ArrowException) as error:
-            # Buffers are kept: the retry rewrites the same deterministic names.
-            raise RetryableError(
-                f"lake write failed ({type(error).__name__})", context=self._context(pending)
-            ) from error
-        rows = sum(item.table.num_rows for item in pending)
+        commits = 0
+        rows = 0
+        for dataset, buffer in ((CHANGES, self._changes), (OUTCOMES, self._outcomes)):
+            pending = list(buffer.files())
+            if not pending:
+                continue
+            try:
+                if self._tables is None:
+                    self._tables = ensure_layout(self._lake, self._allow)
+                try:
+                    self._write(dataset, pending)
+                except DeltaError:
+                    # The open version's log may be gone (an erasure cleans it): once more, afresh.
+                    self._tables = ensure_layout(self._lake, self._allow)
+                    self._write(dataset, pending)
+            except (OSError, pa.ArrowException, DeltaError) as error:
+                # This table's buffer is kept (a table committed before it is not written again), and
+                # the tables are opened afresh by the retry (an erasure may have cleaned the log this
+                # handler's open version was read from).
+                self._tables = None
+                raise RetryableError(
+                    f"lake commit failed ({type(error).__name__})", context=self._context(pending)
+                ) from error
+            buffer.clear()
+            commits += 1
+            rows += sum(item.table.num_rows for item in pending)
         self.stats.flushes += 1
-        self.stats.files_written += len(pending)
+        self.stats.files_written += commits
         self.stats.rows_written += rows
-        logger.debug("lake flush", extra={"files": len(pending), "rows": rows})
-        self._changes.clear()
-        self._outcomes.clear()
+        logger.debug("lake flush", extra={"commits": commits, "rows": rows})
         self._oldest = None
         # Hand Arrow's freed buffers back to the system: a long run keeps the footprint of a short one.
         pa.default_memory_pool().release_unused()
 
-    def _write(self, item: PendingFile) -> None:
-        write_parquet_atomic(self._lake, item.relative, item.table, item.table.schema)
+    def _write(self, dataset: str, pending: list[PendingFile]) -> None:
+        """One commit of every pending part of `dataset`, each row with its partition day."""
+        assert self._tables is not None
+        parts = [
+            item.table.append_column(
+                pa.field(PARTITION_COLUMN, pa.date32()),
+                pa.array([item.day] * item.table.num_rows, pa.date32()),
+            )
+            for item in pending
+        ]
+        append(
+            self._lake,
+            self._tables[dataset],
+            dataset,
+            pa.concat_tables(parts),
+            partition_by=TABLES[dataset].partition_by,
+        )
 
     @staticmethod
     def _context(pending: list[PendingFile]) -> RecordContext:

@@ -3,128 +3,80 @@
 An item's state is its image after the change with the highest sequence key (ties cannot happen for
 distinct events; duplicates of one event are identical). A REMOVE leaves a *tombstone* (`deleted`
 true): readers drop tombstones, but the state keeps them so that a replayed older event of a removed
-item can never bring it back. Folding is therefore idempotent and order-free: any set of change files,
+item can never bring it back. Folding is therefore idempotent and order-free: any set of change rows,
 folded in any grouping, with any duplicates, gives the same state.
 
-Layout (all under `snapshots/`):
-- `state/base-<version>.parquet`, `state/delta-<version>.parquet`: the state is a base plus deltas; each
-  file is a fold of some change files, and the state is the latest row per item across them.
-- `manifests/<version>.json`: which state files make the current state, and the watermark: every change
-  file already folded (path and size). The newest manifest is the current snapshot.
-- `as_of/<instant>.parquet`: states at past instants (`snapshot_as_of`).
+The state is the Delta table `snapshots/state`: a base fold plus delta folds, the state being the latest
+row per item across them. Every row carries `folded_version`, the version of `changes` its run folded
+through; the watermark is the highest, read from the table's file statistics (so it survives an
+erasure's log clean-up). A run is one commit: a delta is an append, a rebuild or a consolidation an
+overwrite.
 
-An incremental run lists the change files, folds only those the manifest has not seen (a compacted file
-whose inputs were all folded is recognised from its lineage and not read), and writes one delta: its cost
-grows with the new changes, not with the history. When the deltas grow past `consolidate_ratio` of the
-base (or `max_deltas` files) they are folded into a new base.
+An incremental run reads the `changes` log from the watermark to the latest version and folds only the
+data files those commits added that are still current. A file a compaction, a dedupe or a purge wrote
+from files that were all folded holds folded rows and is not read (its lineage is the commit's removes).
+When the log no longer reaches back to the watermark (an erasure cleaned it), the run rebuilds from the
+whole table. Deltas are merged into a new base past `consolidate_ratio` of the base (or `max_deltas`).
 
 Time axis: `--as-of` and `through_created_at` use the stream's creation time (`created_at`,
-ApproximateCreationDateTime), not business time from the items (which the simulator runs on a simulated
-clock); sequence order decides which image is latest.
+ApproximateCreationDateTime), not business time from the items; sequence order decides which image is
+latest. `state_at_version` is time travel on the `changes` table itself: the state as of a version (or
+an instant of the table's own commit clock), while the log still holds it.
+
+A snapshot never folds a user being erased (the lake's mask): a snapshot that runs beside a purge
+cannot write the purged rows back.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AS_OF_DIR",
-    "MANIFEST_DIR",
-    "SnapshotManifest",
+    "SnapshotInfo",
     "SnapshotResult",
-    "StateFile",
-    "read_manifest",
     "read_snapshot",
     "snapshot",
     "snapshot_as_of",
+    "snapshot_info",
     "state_as_of",
+    "state_at_version",
 ]
 
-import json
 import logging
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
+from deltalake import DeltaTable
 
-from analytics.lake._duck import connect, path_list
-from analytics.lake._files import (
-    FileEntry,
-    delete_file,
-    ensure_layout,
-    list_files,
-    list_parquet,
-    read_bytes,
-    write_bytes_atomic,
-    write_parquet_atomic,
-)
+from analytics.lake._delta import active_files, append, commits_since, open_table
+from analytics.lake._duck import connect, literal, path_list
+from analytics.lake._files import AS_OF_DIR, TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
-from analytics.lake._fold import Source, classify, fold
-from analytics.lake._rewrite_lock import rewrites_lake
-from analytics.lake._schema import (
-    CHANGES,
-    PARTITION_COLUMN,
-    SNAPSHOTS,
-    STATE_DIR,
-    AllowList,
-    default_allow_list,
-    state_schema,
-)
+from analytics.lake._fold import Source, fold
+from analytics.lake._mask import read_mask
+from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
+from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
 
-MANIFEST_DIR = f"{SNAPSHOTS}/manifests"
-AS_OF_DIR = f"{SNAPSHOTS}/as_of"
-_BATCH_ROWS = 262_144
-
-
-@dataclass(frozen=True, slots=True)
-class StateFile:
-    path: str
-    rows: int
-    kind: str  # "base" or "delta"
+FOLDED_VERSION = "folded_version"
+_REWRITES = frozenset({"OPTIMIZE", "DELETE"})
 
 
 @dataclass(frozen=True)
-class SnapshotManifest:
-    version: int
-    taken_at: datetime  # wall clock of the run
+class SnapshotInfo:
+    """The current snapshot, from the state table's file statistics."""
+
+    version: int  # the state table's version
+    folded_version: int  # the `changes` version folded through
     through_created_at: datetime | None  # the latest stream creation time folded in
-    state_files: tuple[StateFile, ...]
-    folded: Mapping[str, int] = field(default_factory=dict)  # change file -> size
-
-    @property
-    def base_rows(self) -> int:
-        return sum(f.rows for f in self.state_files if f.kind == "base")
-
-    @property
-    def delta_rows(self) -> int:
-        return sum(f.rows for f in self.state_files if f.kind == "delta")
-
-    def to_json(self) -> bytes:
-        document = {
-            "format": 1,
-            "version": self.version,
-            "taken_at": self.taken_at.isoformat(),
-            "through_created_at": self.through_created_at.isoformat() if self.through_created_at else None,
-            "state_files": [{"path": f.path, "rows": f.rows, "kind": f.kind} for f in self.state_files],
-            "folded": dict(sorted(self.folded.items())),
-        }
-        return json.dumps(document, indent=1).encode()
-
-    @classmethod
-    def from_json(cls, payload: bytes) -> SnapshotManifest:
-        document = json.loads(payload)
-        through = document.get("through_created_at")
-        return cls(
-            version=int(document["version"]),
-            taken_at=datetime.fromisoformat(document["taken_at"]),
-            through_created_at=datetime.fromisoformat(through) if through else None,
-            state_files=tuple(
-                StateFile(str(f["path"]), int(f["rows"]), str(f["kind"])) for f in document["state_files"]
-            ),
-            folded={str(k): int(v) for k, v in document["folded"].items()},
-        )
+    base_rows: int
+    delta_rows: int
+    deltas: int
+    state_files: tuple[str, ...]  # lake-relative
 
 
 @dataclass(frozen=True)
@@ -133,7 +85,7 @@ class SnapshotResult:
 
     version: int | None
     as_of: datetime | None
-    path: str | None  # the state file written, lake-relative (None when nothing new)
+    path: str | None  # the table written, lake-relative (None when nothing new)
     full: bool
     consolidated: bool
     files_read: int
@@ -143,16 +95,77 @@ class SnapshotResult:
     through_created_at: datetime | None
 
 
-def _manifest_name(version: int) -> str:
-    return f"{MANIFEST_DIR}/{version:010d}.json"
+def _stat(actions: pa.Table, name: str) -> list[Any]:
+    return actions[name].to_pylist() if name in actions.column_names else [None] * actions.num_rows
 
 
-def read_manifest(lake: Lake) -> SnapshotManifest | None:
-    """The current snapshot's manifest (the highest version), or None before the first snapshot."""
-    entries = list_files(lake, MANIFEST_DIR, ".json")
-    if not entries:
+def snapshot_info(lake: Lake) -> SnapshotInfo | None:
+    """The current snapshot, or None before the first (or when the state is empty)."""
+    table = open_table(lake, STATE_DIR)
+    if table is None:
         return None
-    return SnapshotManifest.from_json(read_bytes(lake, entries[-1].path))
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if not actions.num_rows:
+        return None
+    highs = [v for v in _stat(actions, f"max.{FOLDED_VERSION}") if v is not None]
+    lows = [v for v in _stat(actions, f"min.{FOLDED_VERSION}") if v is not None]
+    if not highs:
+        return None
+    base = min(lows)
+    rows = _stat(actions, "num_records")
+    base_rows = delta_rows = 0
+    deltas: set[int] = set()
+    for high, count in zip(_stat(actions, f"max.{FOLDED_VERSION}"), rows, strict=True):
+        if high == base:
+            base_rows += count or 0
+        else:
+            delta_rows += count or 0
+            deltas.add(high)
+    changed = [v for v in _stat(actions, "max.changed_at") if v is not None]
+    through = max(changed) if changed else None
+    if isinstance(through, datetime) and through.tzinfo is None:
+        through = through.replace(tzinfo=UTC)
+    return SnapshotInfo(
+        version=int(table.version()),
+        folded_version=int(max(highs)),
+        through_created_at=through if isinstance(through, datetime) else None,
+        base_rows=base_rows,
+        delta_rows=delta_rows,
+        deltas=len(deltas),
+        state_files=tuple(f"{STATE_DIR}/{p}" for p, _ in active_files(table)),
+    )
+
+
+def _unfolded(lake: Lake, changes: DeltaTable, since: int) -> tuple[list[str], int] | None:
+    """Current `changes` files holding rows added after version `since` (lake-relative), and how many
+    rewritten files were skipped as holding only folded rows; None when the log does not reach back."""
+    latest = int(changes.version())
+    actions = commits_since(lake, CHANGES, since, latest)
+    if actions is None:
+        return None
+    current = {p for p, _ in active_files(changes)}
+    added: set[str] = set()
+    skipped = 0
+    for commit in actions:
+        operation = next((a["commitInfo"].get("operation") for a in commit if "commitInfo" in a), None)
+        adds = {a["add"]["path"] for a in commit if "add" in a}
+        removes = {a["remove"]["path"] for a in commit if "remove" in a}
+        if (operation in _REWRITES or removes) and not removes & added:
+            skipped += len(adds & current)
+            continue
+        added |= adds
+    return sorted(f"{CHANGES}/{p}" for p in added & current), skipped
+
+
+def _mask_where(lake: Lake, where: str = "") -> str:
+    """`where` and a filter dropping every user being erased (user_id, or pk `USER#<id>`)."""
+    masked = sorted(read_mask(lake))
+    clauses = [where.removeprefix("WHERE ").strip()] if where else []
+    if masked:
+        ids = ", ".join(literal(u) for u in masked)
+        pks = ", ".join(literal(f"{USER_PK_PREFIX}{u}") for u in masked)
+        clauses.append(f"coalesce(user_id, '') NOT IN ({ids}) AND coalesce(pk, '') NOT IN ({pks})")
+    return f"WHERE {' AND '.join(f'({c})' for c in clauses)}" if clauses else ""
 
 
 def _max_created(lake: Lake, files: list[str], where: str = "") -> datetime | None:
@@ -167,30 +180,27 @@ def _max_created(lake: Lake, files: list[str], where: str = "") -> datetime | No
     return None if value is None else datetime.fromtimestamp(value / 1_000_000, UTC)
 
 
-def _batches(tables: Iterator[pa.Table]) -> Iterator[pa.RecordBatch]:
-    for table in tables:
-        yield from table.to_batches()
-
-
 def _collect(tables: Iterator[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([schema.empty_table(), *tables])
 
 
-def _count_rows(lake: Lake, files: list[FileEntry]) -> int:
-    total = 0
-    for entry in files:
-        with lake.fs.open_input_file(lake.path(entry.path)) as handle:
-            total += pq.read_metadata(handle).num_rows
-    return total
+def _with_version(table: pa.Table, version: int) -> pa.Table:
+    return table.append_column(
+        pa.field(FOLDED_VERSION, pa.int64()), pa.array([version] * table.num_rows, pa.int64())
+    )
 
 
-def _later(a: datetime | None, b: datetime | None) -> datetime | None:
-    if a is None or b is None:
-        return a or b
-    return max(a, b)
+def _count_rows(lake: Lake, files: list[str]) -> int:
+    if not files:
+        return 0
+    con = connect(lake)
+    try:
+        source = f"read_parquet({path_list(lake, files)}, union_by_name = true, hive_partitioning = false)"
+        return int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])  # noqa: S608
+    finally:
+        con.close()
 
 
-@rewrites_lake
 def snapshot(
     lake: Lake,
     *,
@@ -200,89 +210,73 @@ def snapshot(
     max_deltas: int = 8,
     now: datetime | None = None,
 ) -> SnapshotResult:
-    """Fold new change files into the current snapshot (or rebuild it from the whole log with `full`).
-
-    Run one at a time per lake. A crash at any point leaves a valid snapshot: state files are written
-    before the manifest that names them, and any state file is a valid fold.
-    """
+    """Fold new changes into the current snapshot (or rebuild it from the whole table with `full`), in
+    one commit of the state table. A crash leaves the previous snapshot as it was."""
+    del now  # the commit's own timestamp records when it ran
     allow = allow_list or default_allow_list()
     schema = state_schema(allow)
-    ensure_layout(lake, allow)
-    previous = None if full else read_manifest(lake)
-    version = (previous.version if previous else 0) + 1
-    if previous is None:  # a rebuild must not reuse a version number still named by old files
-        latest = read_manifest(lake)
-        version = (latest.version if latest else 0) + 1
-    files = list_parquet(lake, CHANGES)
-    folded: Mapping[str, int] = previous.folded if previous else {}
-    to_read, covered = classify(lake, files, folded)
-    state_files = list(previous.state_files) if previous else []
-    through = previous.through_created_at if previous else None
-    written_path: str | None = None
-    rows_read = rows_written = 0
-    if to_read or previous is None:
-        paths = [f.path for f in to_read]
-        rows_read = _count_rows(lake, to_read)
-        through = _later(through, _max_created(lake, paths))
-        kind = "base" if previous is None else "delta"
-        written_path = f"{STATE_DIR}/{kind}-{version:010d}.parquet"
-        folded_rows = fold(lake, [Source("changes", tuple(paths))], allow, live_only=False)
-        rows_written = write_parquet_atomic(lake, written_path, _batches(folded_rows), schema)
-        state_files = [*state_files, StateFile(written_path, rows_written, kind)]
+    tables = ensure_layout(lake, allow)
+    changes, state = tables[CHANGES], tables[STATE_DIR]
+    info = None if full else snapshot_info(lake)
+    target = int(changes.version())
+    unfolded = None if info is None else _unfolded(lake, changes, info.folded_version)
+    rebuild = unfolded is None
+    if unfolded is None:
+        to_read = [f"{CHANGES}/{p}" for p, _ in active_files(changes)]
+        skipped = 0
+    else:
+        to_read, skipped = unfolded
+    where = _mask_where(lake)
+    rows_read = _count_rows(lake, to_read)
+    through = _max_created(lake, to_read, where)
+    if info is not None and info.through_created_at is not None and not rebuild:
+        through = max(through, info.through_created_at) if through else info.through_created_at
+    rows_written = 0
+    written: str | None = None
     consolidated = False
-    deltas = [f for f in state_files if f.kind == "delta"]
-    base_rows = sum(f.rows for f in state_files if f.kind == "base")
-    if deltas and (
-        sum(f.rows for f in deltas) > consolidate_ratio * max(base_rows, 1) or len(deltas) > max_deltas
-    ):
-        written_path = f"{STATE_DIR}/base-{version:010d}.parquet"
-        merged = fold(lake, [Source("state", tuple(f.path for f in state_files))], allow, live_only=False)
-        rows = write_parquet_atomic(lake, written_path, _batches(merged), schema)
-        state_files = [StateFile(written_path, rows, "base")]
-        consolidated = True
-    # The watermark: every file that exists now and was folded, read, or covered by its lineage.
-    seen = {f.path for f in to_read} | {f.path for f in covered} | set(folded)
-    manifest = SnapshotManifest(
-        version=version,
-        taken_at=now or datetime.now(UTC),
-        through_created_at=through,
-        state_files=tuple(state_files),
-        folded={f.path: f.size for f in files if f.path in seen},
-    )
-    write_bytes_atomic(lake, _manifest_name(version), manifest.to_json())
-    _collect_garbage(lake, manifest)
+    version: int | None = info.version if info else None
+    if rebuild or to_read:
+        folded = _collect(
+            fold(lake, [Source("changes", tuple(to_read), where)], allow, live_only=False), schema
+        )
+        rows_written = folded.num_rows
+        written = STATE_DIR
+        version = append(
+            lake,
+            state,
+            STATE_DIR,
+            _with_version(folded, target),
+            mode="overwrite" if rebuild else "append",
+            partition_by=TABLES[STATE_DIR].partition_by,
+        )
+        after = snapshot_info(lake)
+        if (
+            not rebuild
+            and after is not None
+            and after.deltas
+            and (after.delta_rows > consolidate_ratio * max(after.base_rows, 1) or after.deltas > max_deltas)
+        ):
+            state_files = list(after.state_files)
+            merged = _collect(
+                fold(lake, [Source("state", tuple(state_files), where)], allow, live_only=False), schema
+            )
+            version = append(lake, state, STATE_DIR, _with_version(merged, target), mode="overwrite")
+            consolidated = True
     logger.info(
-        "snapshot written",
-        extra={
-            "version": version,
-            "files_read": len(to_read),
-            "files_covered": len(covered),
-            "rows": rows_read,
-        },
+        "snapshot written", extra={"files_read": len(to_read), "files_covered": skipped, "rows": rows_read}
     )
     return SnapshotResult(
         version=version,
         as_of=None,
-        path=written_path,
-        full=previous is None,
+        path=written,
+        full=rebuild,
         consolidated=consolidated,
         files_read=len(to_read),
-        files_skipped_by_lineage=len(covered),
+        files_skipped_by_lineage=skipped,
         rows_read=rows_read,
         rows_written=rows_written,
         through_created_at=through,
     )
-
-
-def _collect_garbage(lake: Lake, manifest: SnapshotManifest) -> None:
-    """Remove state files and manifests the new manifest no longer needs."""
-    keep = {f.path for f in manifest.state_files}
-    for entry in list_parquet(lake, STATE_DIR):
-        if entry.path not in keep:
-            delete_file(lake, entry.path)
-    for entry in list_files(lake, MANIFEST_DIR, ".json"):
-        if entry.path != _manifest_name(manifest.version):
-            delete_file(lake, entry.path)
 
 
 def read_snapshot(
@@ -291,45 +285,35 @@ def read_snapshot(
     """The current snapshot's state (live items only unless `include_deleted`); empty before the first."""
     allow = allow_list or default_allow_list()
     schema = state_schema(allow)
-    manifest = read_manifest(lake)
-    if manifest is None:
+    info = snapshot_info(lake)
+    if info is None:
         return schema.empty_table()
-    sources = [Source("state", tuple(f.path for f in manifest.state_files))]
+    sources = [Source("state", info.state_files, _mask_where(lake))]
     return _collect(fold(lake, sources, allow, live_only=not include_deleted), schema)
 
 
-def _partition_day(path: str) -> date | None:
-    for part in path.split("/"):
-        if part.startswith(f"{PARTITION_COLUMN}="):
-            try:
-                return date.fromisoformat(part.split("=", 1)[1])
-            except ValueError:
-                return None
-    return None
-
-
 def _as_of_sources(lake: Lake, as_of: datetime) -> list[Source]:
-    """What the state at `as_of` (stream creation time) folds.
-
-    When the current snapshot folded nothing created after `as_of`, it is that snapshot plus the changes
-    it has not folded that were created by then; otherwise the log from the start (only partitions up to
-    the instant's date are read).
-    """
+    """What the state at `as_of` (stream creation time) folds: the current snapshot plus the changes it
+    has not folded, created by then, when the snapshot folded nothing later; else the whole table,
+    filtered on created_at (only partitions up to the instant's date are read)."""
     as_of = as_of.astimezone(UTC)
-    where = f"WHERE created_at <= TIMESTAMPTZ '{as_of.isoformat()}'"
-    manifest = read_manifest(lake)
+    where = _mask_where(lake, f"WHERE created_at <= TIMESTAMPTZ '{as_of.isoformat()}'")
+    changes = open_table(lake, CHANGES)
     files = [
-        f
-        for f in list_parquet(lake, CHANGES)
-        if (day := _partition_day(f.path)) is None or day <= as_of.date()
+        f"{CHANGES}/{p}"
+        for p, _ in active_files(changes)
+        if not p.startswith("event_date=") or p.split("/", 1)[0].split("=", 1)[1] <= as_of.date().isoformat()
     ]
-    if manifest and manifest.through_created_at and manifest.through_created_at <= as_of:
-        to_read, _ = classify(lake, files, manifest.folded)
-        return [
-            Source("state", tuple(f.path for f in manifest.state_files)),
-            Source("changes", tuple(f.path for f in to_read), where),
-        ]
-    return [Source("changes", tuple(f.path for f in files), where)]
+    info = snapshot_info(lake)
+    if changes is not None and info and info.through_created_at and info.through_created_at <= as_of:
+        unfolded = _unfolded(lake, changes, info.folded_version)
+        if unfolded is not None:
+            wanted = set(files)
+            return [
+                Source("state", info.state_files, _mask_where(lake)),
+                Source("changes", tuple(f for f in unfolded[0] if f in wanted), where),
+            ]
+    return [Source("changes", tuple(files), where)]
 
 
 def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> pa.Table:
@@ -338,27 +322,52 @@ def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = N
     return _collect(fold(lake, _as_of_sources(lake, as_of), allow, live_only=True), state_schema(allow))
 
 
-@rewrites_lake
-def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> SnapshotResult:
-    """Write the state at `as_of` to `snapshots/as_of/<instant>.parquet` (it does not change the
-    current snapshot)."""
+def state_at_version(lake: Lake, version: int | datetime, *, allow_list: AllowList | None = None) -> pa.Table:
+    """Time travel: the live items as the `changes` table held them at `version` (a version number,
+    or an instant of the table's commit clock). Raises when the log no longer holds that version
+    (an erasure ends time travel across it)."""
     allow = allow_list or default_allow_list()
-    ensure_layout(lake, allow)
+    changes = open_table(lake, CHANGES)
+    if changes is None:
+        return state_schema(allow).empty_table()
+    changes.load_as_version(version)
+    files = tuple(f"{CHANGES}/{p}" for p, _ in active_files(changes))
+    source = Source("changes", files, _mask_where(lake))
+    return _collect(fold(lake, [source], allow, live_only=True), state_schema(allow))
+
+
+def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> SnapshotResult:
+    """Write the state at `as_of` to the `snapshots/as_of` table (one commit replacing any earlier state
+    at the same instant; the current snapshot is left as it is)."""
+    allow = allow_list or default_allow_list()
+    tables = ensure_layout(lake, allow)
     as_of = as_of.astimezone(UTC)
     sources = _as_of_sources(lake, as_of)
-    relative = f"{AS_OF_DIR}/{as_of.strftime('%Y%m%dT%H%M%S%fZ')}.parquet"
-    folded_rows = fold(lake, sources, allow, live_only=True)
-    rows = write_parquet_atomic(lake, relative, _batches(folded_rows), state_schema(allow))
+    state = _collect(fold(lake, sources, allow, live_only=True), state_schema(allow))
+    stamped = state.append_column(
+        pa.field("as_of", pa.timestamp("us", tz="UTC")),
+        pc.cast(
+            pa.array([as_of] * state.num_rows, pa.timestamp("us", tz="UTC")), pa.timestamp("us", tz="UTC")
+        ),
+    )
+    append(
+        lake,
+        tables[AS_OF_DIR],
+        AS_OF_DIR,
+        stamped,
+        mode="overwrite",
+        predicate=f"as_of = '{as_of.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'",
+    )
     files_read = sum(len(s.files) for s in sources if s.kind == "changes")
     return SnapshotResult(
         version=None,
         as_of=as_of,
-        path=relative,
+        path=AS_OF_DIR,
         full=False,
         consolidated=False,
         files_read=files_read,
         files_skipped_by_lineage=0,
         rows_read=0,
-        rows_written=rows,
+        rows_written=state.num_rows,
         through_created_at=None,
     )

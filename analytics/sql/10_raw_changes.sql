@@ -1,10 +1,11 @@
--- raw_changes: every row of every change-log file, replays included (NOT deduplicated: use `changes`).
--- Adds `event_date` (the Hive partition: UTC date of created_at) and `filename`. Masked.
--- Needs the variable lake_root: SET VARIABLE lake_root = '/path/to/lake';
+-- raw_changes: every row of the `changes` Delta table's current version, replays included (NOT
+-- deduplicated: use `changes`). Adds `event_date` (the partition: UTC date of created_at) and `filename`.
+-- Masked. Reads the files the Delta log names as current: the variable changes_files, a list of file
+-- URIs (a zero-row schema anchor first), set by analytics.views (from the CLI: schema/lake.md).
 CREATE OR REPLACE VIEW raw_changes AS
 SELECT *
 FROM read_parquet(
-    getvariable('lake_root') || '/changes/*/*.parquet',
+    getvariable('changes_files'),
     hive_partitioning = true,
     hive_types = {'event_date': DATE},
     union_by_name = true,

@@ -1,9 +1,10 @@
--- raw_outcomes: every row of every outcomes file, replays included (NOT deduplicated: use `outcomes`).
--- `event_date` is the UTC date of occurred_at. Masked.
+-- raw_outcomes: every row of the `outcomes` Delta table's current version, replays included (NOT
+-- deduplicated: use `outcomes`). `event_date` is the UTC date of occurred_at. Masked. Reads the files
+-- of the variable outcomes_files (as raw_changes).
 CREATE OR REPLACE VIEW raw_outcomes AS
 SELECT *
 FROM read_parquet(
-    getvariable('lake_root') || '/outcomes/*/*.parquet',
+    getvariable('outcomes_files'),
     hive_partitioning = true,
     hive_types = {'event_date': DATE},
     union_by_name = true,

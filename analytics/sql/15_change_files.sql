@@ -1,5 +1,5 @@
--- change_files: one row per change-log file holding rows, from Parquet footers only (no data read): its
--- rows and the ranges of stream, shard and sequence key it holds.
+-- change_files: one row per data file of the `changes` table holding rows, from Parquet footers only
+-- (no data read): its rows and the ranges of stream, shard and sequence key it holds.
 -- change_files_to_dedupe: the files whose ranges overlap another file's. Only their rows can be
 -- duplicates (a replay or a compaction that died before deleting its inputs): `changes` deduplicates
 -- those and passes every other row straight through. Overlap is judged conservatively (a compacted file
@@ -14,7 +14,7 @@ SELECT
     max(stats_max_value) FILTER (WHERE path_in_schema = 'shard_id') AS last_shard,
     min(stats_min_value) FILTER (WHERE path_in_schema = 'stream_arn') AS first_stream,
     max(stats_max_value) FILTER (WHERE path_in_schema = 'stream_arn') AS last_stream
-FROM parquet_metadata(getvariable('lake_root') || '/changes/*/*.parquet')
+FROM parquet_metadata(getvariable('changes_files'))
 GROUP BY file_name
 HAVING sum(num_values) FILTER (WHERE path_in_schema = 'sequence_key') > 0;
 

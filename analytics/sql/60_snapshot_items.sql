@@ -1,11 +1,11 @@
--- snapshot_items: the table as of the last `entitlements snapshot` run (its state files; see
--- analytics/lake/snapshot.py). Same columns as current_items. Any stray state file left by a crashed
--- run is itself a valid fold, so taking the latest row per item across all of them stays correct.
+-- snapshot_items: the table as of the last `entitlements snapshot` run (the current version of the
+-- `snapshots/state` Delta table; see analytics/lake/snapshot.py). Same columns as current_items. The
+-- state is a base fold plus delta folds; the latest row per item across them is the item's state.
 CREATE OR REPLACE VIEW snapshot_items AS
-SELECT * EXCLUDE (deleted)
+SELECT * EXCLUDE (deleted, folded_version)
 FROM (
     SELECT *
-    FROM read_parquet(getvariable('lake_root') || '/snapshots/state/*.parquet', union_by_name = true) AS s
+    FROM read_parquet(getvariable('state_files'), union_by_name = true) AS s
     WHERE NOT EXISTS (SELECT 1 FROM erased_users AS e WHERE e.user_id = s.user_id)
     QUALIFY row_number() OVER (
         PARTITION BY pk, sk ORDER BY sequence_key DESC, stream_arn DESC, shard_id DESC

@@ -1,6 +1,7 @@
 -- Load every view into the DuckDB CLI, from the repository root, on a local lake:
---   duckdb -c "SET VARIABLE lake_root = 'var/lake'" -c ".read analytics/sql/all.sql" -c "FROM entitlements"
--- or interactively: SET VARIABLE lake_root = 'var/lake'; then .read analytics/sql/all.sql
+--   duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" -c "FROM entitlements"
+-- (`entitlements lake files` prints SET VARIABLE statements naming each Delta table's current files:
+-- changes_files, outcomes_files, state_files.)
 -- (Python's analytics.views.create_views runs the numbered files itself, in this order.)
 .read analytics/sql/00_mask.sql
 .read analytics/sql/10_raw_changes.sql

@@ -25,12 +25,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from analytics.lake import compact, lake_from_settings, read_manifest, snapshot, snapshot_as_of
+from analytics.lake import (
+    CompactionResult,
+    compact,
+    compact_continuously,
+    lake_from_settings,
+    snapshot,
+    snapshot_as_of,
+    snapshot_info,
+    state_as_of,
+)
 from analytics.views import connect
 from config import load_settings
 from entitlements._logging import configure_logging
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="The Parquet lake.")
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
 
 
 class OutputFormat(StrEnum):
@@ -68,25 +77,24 @@ def snapshot_command(
     lake = lake_from_settings(load_settings())
     if as_of is not None:
         result = snapshot_as_of(lake, _instant(as_of))
-        if output is not None and result.path is not None:
-            with lake.fs.open_input_file(lake.path(result.path)) as handle:
-                pq.write_table(pq.read_table(handle), output, compression="zstd")
+        if output is not None and result.as_of is not None:
+            pq.write_table(state_as_of(lake, result.as_of), output, compression="zstd")
         typer.echo(f"state as of {result.as_of.isoformat() if result.as_of else as_of} (stream time)")
         typer.echo(f"items: {result.rows_written}  change files read: {result.files_read}")
         typer.echo(f"written: {lake.uri_for(result.path or '')}" + (f" and {output}" if output else ""))
         return
     result = snapshot(lake, full=full)
-    manifest = read_manifest(lake)
+    info = snapshot_info(lake)
     kind = "full rebuild" if result.full else "incremental"
     typer.echo(f"snapshot {result.version} ({kind}{', consolidated' if result.consolidated else ''})")
     typer.echo(
         f"change files read: {result.files_read}  skipped by lineage: {result.files_skipped_by_lineage}  "
         f"rows read: {result.rows_read}"
     )
-    if manifest is not None:
+    if info is not None:
         typer.echo(
-            f"state files: {len(manifest.state_files)}  base rows: {manifest.base_rows}  "
-            f"delta rows: {manifest.delta_rows}"
+            f"state files: {len(info.state_files)}  base rows: {info.base_rows}  "
+            f"delta rows: {info.delta_rows}  changes version folded: {info.folded_version}"
         )
     through = result.through_created_at.isoformat() if result.through_created_at else "-"
     typer.echo(f"through stream time: {through}")
@@ -174,14 +182,35 @@ def sql_command(
 @app.command("compact")
 def compact_command(
     small_file_mb: Annotated[int, typer.Option(help="Files smaller than this are merged.")] = 32,
+    follow: Annotated[bool, typer.Option(help="Keep compacting, every --interval-seconds.")] = False,
+    interval_seconds: Annotated[float, typer.Option(help="Pause between runs with --follow.")] = 300.0,
+    rounds: Annotated[int, typer.Option(help="With --follow: stop after this many runs (0: never).")] = 0,
+    first_tier_mb: Annotated[
+        int, typer.Option(help="With --follow: the first tier's file size (about what lands per interval).")
+    ] = 8,
 ) -> None:
-    """Merge each partition's small files into one (exactly-once is kept: analytics/lake/compaction.py)."""
+    """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
+    vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
     configure_logging("WARNING")
     lake = lake_from_settings(load_settings())
-    result = compact(lake, small_file_bytes=small_file_mb * 1024 * 1024)
-    for dataset in ("changes", "outcomes"):
-        typer.echo(
-            f"{dataset}: {result.files_merged.get(dataset, 0)} files merged into "
-            f"{result.files_written.get(dataset, 0)}, {result.duplicates_dropped.get(dataset, 0)} duplicate "
-            f"rows dropped, {result.leftovers_removed.get(dataset, 0)} leftovers removed"
+
+    def report(result: CompactionResult) -> None:
+        for dataset in ("changes", "outcomes"):
+            typer.echo(
+                f"{dataset}: {result.files_merged.get(dataset, 0)} files merged into "
+                f"{result.files_written.get(dataset, 0)}, "
+                f"{result.bytes_rewritten.get(dataset, 0)} bytes rewritten, "
+                f"{result.duplicates_dropped.get(dataset, 0)} duplicate rows dropped, "
+                f"{result.conflicts.get(dataset, 0)} commits lost to a concurrent rewrite"
+            )
+
+    if follow:
+        compact_continuously(
+            lake,
+            interval_seconds=interval_seconds,
+            first_tier_bytes=first_tier_mb * 1024 * 1024,
+            rounds=rounds or None,
+            on_round=report,
         )
+        return
+    report(compact(lake, small_file_bytes=small_file_mb * 1024 * 1024))

@@ -10,8 +10,8 @@ from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
-from analytics.lake._files import list_parquet
 from analytics.lake._mask import MASK_PATH
+from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, land
 
 _land = partial(land, flush_rows=30)
@@ -50,7 +50,7 @@ def test_the_mask_of_a_local_lake_is_owner_only(lake: Lake) -> None:
 def test_the_mask_is_not_a_data_file_of_any_dataset(lake: Lake, history: TableSim) -> None:
     _land(lake, history)
     AnalyticsLakeEraser(lake).mask(["u001"])
-    assert not [entry for entry in list_parquet(lake, "") if entry.path.startswith("_erasure")]
+    assert not [path for path in data_files(lake, "changes") if "_erasure" in path]
 
 
 def test_a_purge_removes_the_rows_and_holds_then_answers_no(lake: Lake, history: TableSim) -> None:
@@ -63,6 +63,6 @@ def test_a_purge_removes_the_rows_and_holds_then_answers_no(lake: Lake, history:
 
 def test_holds_answers_none_when_a_data_file_cannot_be_read(lake: Lake, history: TableSim) -> None:
     _land(lake, history)
-    with open(lake.path(list_parquet(lake, "changes")[0].path), "wb") as damaged:
+    with open(lake.path(data_files(lake, "changes")[0]), "wb") as damaged:
         damaged.write(b"not parquet")
     assert AnalyticsLakeEraser(lake).holds("u001") is None

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import date
 from functools import partial
 from pathlib import Path
 
@@ -13,13 +14,24 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
 from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
-from analytics.lake._files import list_parquet, write_parquet_atomic
+from analytics.lake._delta import open_table
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
-from analytics.views import SQL_DIR, VIEW_NAMES, connect, create_views, set_mask, sql_files, views_read_by
+from analytics.views import (
+    SQL_DIR,
+    VIEW_NAMES,
+    connect,
+    create_views,
+    set_mask,
+    sql_files,
+    variables_sql,
+    views_read_by,
+)
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, land, replay, state_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +73,7 @@ def test_the_duckdb_cli_reads_the_views_on_a_local_lake(lake: Lake, history: Tab
             duckdb_cli(),
             "-csv",
             "-c",
-            f"SET VARIABLE lake_root = '{lake.uri}'",
+            variables_sql(lake),
             "-c",
             ".read analytics/sql/all.sql",
             "-c",
@@ -148,21 +160,27 @@ def test_the_mask_hides_erased_users_from_every_view(lake: Lake, history: TableS
     assert con.execute("SELECT count(*) FROM changes WHERE user_id = 'u001'").fetchall()[0][0] > 0
 
 
+def _with_day(table: pa.Table, path: str) -> pa.Table:
+    day = path.split("/")[1].split("=", 1)[1]
+    return table.append_column(
+        pa.field("event_date", pa.date32()), pa.array([date.fromisoformat(day)] * table.num_rows, pa.date32())
+    )
+
+
 def test_files_written_under_other_schemas_lose_no_column(lake: Lake, history: TableSim) -> None:
     _land(lake, history)
-    files = list_parquet(lake, CHANGES)
-    older, newer = files[0], files[1]
-    old_table = pq.read_table(lake.path(older.path))
-    old_table = old_table.drop_columns(["old_item_updated_at", "new_item_updated_at"])
-    write_parquet_atomic(lake, older.path, old_table, old_table.schema)
-    new_table = pq.read_table(lake.path(newer.path))
-    new_table = new_table.append_column("new_plan", pa.array(["gold"] * new_table.num_rows))
-    write_parquet_atomic(lake, newer.path, new_table, new_table.schema)
+    path = data_files(lake, CHANGES)[0]
+    newer = pq.read_table(lake.path(path))
+    newer = newer.append_column("new_plan", pa.array(["gold"] * newer.num_rows))
+    write_deltalake(open_table(lake, CHANGES), _with_day(newer, path), mode="append", schema_mode="merge")  # type: ignore[arg-type]
     con = connect(lake)
     columns = {row[0] for row in con.execute("DESCRIBE changes").fetchall()}
     assert {"new_plan", "new_item_updated_at", "old_item_updated_at"} <= columns
-    assert con.execute("SELECT count(*) FROM changes WHERE new_plan = 'gold'").fetchall() == [
-        (new_table.num_rows,)
+    assert con.execute("SELECT count(*) FROM raw_changes WHERE new_plan = 'gold'").fetchall() == [
+        (newer.num_rows,)
+    ]
+    assert con.execute("SELECT count(*) FROM raw_changes WHERE new_plan IS NULL").fetchall() == [
+        (len(history.events),)
     ]
     assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
 
@@ -191,10 +209,10 @@ def test_only_files_that_overlap_another_are_deduplicated(lake: Lake, history: T
 
 def test_a_file_without_statistics_is_always_deduplicated(lake: Lake, history: TableSim) -> None:
     _land(lake, history, flush_rows=30)
-    entry = list_parquet(lake, CHANGES)[0]
-    table = pq.read_table(lake.path(entry.path))
-    copy = entry.path.replace(".parquet", "_copy.parquet")
-    pq.write_table(table, lake.path(copy), write_statistics=False)
+    path = data_files(lake, CHANGES)[0]
+    table = _with_day(pq.read_table(lake.path(path)), path)
+    no_statistics = WriterProperties(default_column_properties=ColumnProperties(statistics_enabled="NONE"))
+    write_deltalake(open_table(lake, CHANGES), table, mode="append", writer_properties=no_statistics)  # type: ignore[arg-type]
     con = connect(lake)
     every_file = con.execute("SELECT count(*) FROM change_files").fetchall()
     assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == every_file

@@ -1,5 +1,5 @@
 -- The audits' inputs, for running an audit by hand from the DuckDB CLI after analytics/sql/all.sql:
---   duckdb -c "SET VARIABLE lake_root = 'var/lake'" -c ".read analytics/sql/all.sql" \
+--   duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" \
 --          -c ".read analytics/sql/audits/_parameters.sql" -c ".read analytics/sql/audits/duplicate_active_rows.sql"
 -- Python (analytics.audits.run_audits) sets the same variables from config.PolicySettings,
 -- analytics/audits/defaults.toml and schema/ (tests keep these defaults equal to them).

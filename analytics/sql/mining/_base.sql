@@ -1,6 +1,6 @@
 -- Helper views the mining reports share (run after analytics/sql/all.sql and before any report; the
 -- Python runner does it). From the DuckDB CLI:
---   duckdb -c "SET VARIABLE lake_root = 'var/lake'" -c ".read analytics/sql/all.sql" \
+--   duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" \
 --          -c ".read analytics/sql/mining/_base.sql" -c ".read analytics/sql/mining/daily_activity.sql"
 -- Time axis: `business_at` is business time (the row's updatedAt as the service wrote it), falling back to the
 -- stream's creation time where a version has none (a removal's image, an unparseable value).

@@ -16,6 +16,7 @@ from analytics.lake import Lake, snapshot
 from schema.table import entitlement_key
 from tests.analytics.audits.conftest import found
 from tests.analytics.audits.story import TOKEN_CANARY, Story
+from tests.analytics.lake.delta_files import data_files
 
 Audit = Callable[..., AuditReport]
 
@@ -140,7 +141,7 @@ def test_an_unknown_check_is_refused(story: Story, audit: Audit) -> None:
 
 def test_an_unreadable_lake_is_an_audit_error(story: Story, lake: Lake) -> None:
     story.land(lake)
-    broken = Path(lake.base) / "changes" / "event_date=2030-06-01" / "zz_broken.parquet"
+    broken = Path(lake.base) / data_files(lake, "changes")[0]  # a file the table's log names
     broken.write_bytes(b"not parquet at all")
     with pytest.raises(AuditError):
         run_audits(lake)

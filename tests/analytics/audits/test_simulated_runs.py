@@ -13,7 +13,6 @@ import pytest
 
 from analytics.audits import AuditReport, render_report, run_audits
 from analytics.lake import LakeHandler, open_lake
-from analytics.lake._files import list_parquet
 from devstack.simulator import (
     CANARY_TOKEN_PREFIX,
     EntitlementTable,
@@ -25,6 +24,7 @@ from devstack.simulator import (
 from pipeline.decode import decode_stream_record
 from pipeline.tables import TableDescription, create_table
 from tests.analytics.audits.conftest import found, keys
+from tests.analytics.lake.delta_files import data_files
 from tests.support.dynamodb import FixedClock, unique_table_name
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)
@@ -116,7 +116,7 @@ def test_the_canary_tokens_reach_neither_the_lake_nor_the_report(
     canaries = [f.processor_token for f in summary.planted_faults if f.processor_token]
     assert canaries and all(c.startswith(CANARY_TOKEN_PREFIX) for c in canaries)
     lake = open_lake(str(tmp_path / "lake"))
-    landed = b"".join((tmp_path / "lake" / f.path).read_bytes() for f in list_parquet(lake, "changes"))
+    landed = b"".join((tmp_path / "lake" / path).read_bytes() for path in data_files(lake, "changes"))
     rendered = "".join(render_report(report, fmt) for fmt in ("markdown", "json", "html"))
     for canary in canaries:
         assert canary.encode() not in landed and canary not in rendered

@@ -10,18 +10,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, changes_schema, default_allow_list
-from analytics.lake._files import list_parquet
+from analytics.lake import (
+    CHANGES,
+    OUTCOMES,
+    Lake,
+    LakeHandler,
+    changes_schema,
+    default_allow_list,
+    purge_users,
+)
+from analytics.lake._delta import open_table
 from analytics.views import connect
 from config import LakeSettings
 from pipeline.handlers import Handler
 from schema.errors import RetryableError
 from schema.outcomes import OutcomeKind
+from tests.analytics.lake.delta_files import data_files
+from tests.analytics.lake.delta_files import rows as _rows
 from tests.analytics.lakesim import CANARY, SECRET_NOTE, TableSim, final_outcome
-
-
-def _rows(lake: Lake, dataset: str) -> int:
-    return sum(pq.read_metadata(lake.path(f.path)).num_rows for f in list_parquet(lake, dataset))
 
 
 def test_the_handler_satisfies_the_pipeline_handler_protocol(lake: Lake) -> None:
@@ -63,8 +69,8 @@ def test_files_carry_the_explicit_schema_and_zstd(lake: Lake, history: TableSim)
         handler.add(event)
     handler.flush()
     expected = changes_schema(default_allow_list())
-    for entry in list_parquet(lake, CHANGES):
-        metadata = pq.read_metadata(lake.path(entry.path))
+    for path in data_files(lake, CHANGES):
+        metadata = pq.read_metadata(lake.path(path))
         assert metadata.schema.to_arrow_schema().equals(expected)
         assert metadata.row_group(0).column(0).compression == "ZSTD"
 
@@ -114,7 +120,29 @@ def test_the_oldest_buffered_row_reaching_the_interval_triggers_a_write(
     assert _rows(lake, CHANGES) == 3
 
 
-def test_file_names_are_deterministic_so_a_retried_batch_rewrites_the_same_files(
+def test_a_flush_is_one_commit_per_table_it_touches(lake: Lake, history: TableSim) -> None:
+    handler = LakeHandler(lake)
+    handler.add(history.events[0])
+    handler.add_outcome(history.outcomes[0])
+    handler.flush()  # the tables exist from here on
+    for event in history.events[1:]:  # several days: several partitions, one commit
+        handler.add(event)
+    for outcome in history.outcomes[1:]:
+        handler.add_outcome(outcome)
+    before = {name: _version(lake, name) for name in (CHANGES, OUTCOMES)}
+    handler.flush()
+    assert {name: _version(lake, name) for name in (CHANGES, OUTCOMES)} == {
+        name: version + 1 for name, version in before.items()
+    }
+    assert len({path.split("/")[1] for path in data_files(lake, CHANGES)}) >= 2
+
+
+def _version(lake: Lake, table: str) -> int:
+    delta = open_table(lake, table)
+    return -1 if delta is None else int(delta.version())
+
+
+def test_a_retried_batch_lands_again_and_the_views_hold_each_event_once(
     lake: Lake, history: TableSim
 ) -> None:
     for _ in range(2):
@@ -122,13 +150,8 @@ def test_file_names_are_deterministic_so_a_retried_batch_rewrites_the_same_files
         for event in history.events[:40]:
             handler.add(event)
         handler.flush()
-    names = [f.name for f in list_parquet(lake, CHANGES)]
-    assert _rows(lake, CHANGES) == 40
-    first = history.events[0]
-    assert any(
-        first.position.shard_id in name and first.position.sequence_number.rjust(48, "0") in name
-        for name in names
-    )
+    assert _rows(lake, CHANGES) == 80
+    assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(40,)]
 
 
 def test_an_event_added_twice_before_a_flush_lands_once(lake: Lake, history: TableSim) -> None:
@@ -149,11 +172,11 @@ def test_a_failed_write_raises_retryable_and_keeps_the_buffer(
     calls = {"n": 0}
     real = LakeHandler._write
 
-    def failing(self: LakeHandler, item: object) -> None:
+    def failing(self: LakeHandler, dataset: str, pending: object) -> None:
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 1:
             raise OSError("disk full")
-        real(self, item)  # type: ignore[arg-type]
+        real(self, dataset, pending)  # type: ignore[arg-type]
 
     monkeypatch.setattr(LakeHandler, "_write", failing)
     with pytest.raises(RetryableError):
@@ -238,7 +261,7 @@ def test_naive_times_are_taken_as_utc(lake: Lake) -> None:
     handler = LakeHandler(lake)
     handler.add(event)
     handler.flush()
-    assert [f.directory for f in list_parquet(lake, CHANGES)] == ["changes/event_date=2026-03-01"]
+    assert [path.rsplit("/", 1)[0] for path in data_files(lake, CHANGES)] == ["changes/event_date=2026-03-01"]
 
 
 def test_no_processor_token_or_unlisted_attribute_lands_anywhere(lake: Lake, history: TableSim) -> None:
@@ -295,3 +318,21 @@ def test_of_two_final_outcomes_of_one_expiry_in_one_buffer_the_preferred_one_is_
     handler.flush()
     [(_, kind)] = _raw_outcomes(lake)
     assert kind == "cleanup.deleted"
+
+
+def test_a_handler_lands_on_after_an_erasure_cleaned_the_log_it_had_read(
+    lake: Lake, history: TableSim
+) -> None:
+    kept = [e for e in history.events if e.user_id != "u001"]
+    first, other = LakeHandler(lake), LakeHandler(lake)
+    for event in kept[:100]:
+        first.add(event)
+    first.flush()
+    for event in kept[100:150]:
+        other.add(event)
+    other.flush()
+    purge_users(lake, ["u001"])  # its clean-up deletes the log entries `first` read
+    for event in kept[150:]:
+        first.add(event)
+    first.flush()
+    assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]

@@ -17,6 +17,7 @@ from entitlements.commands.audit import app
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.table import entitlement_key
 from tests.analytics.audits.story import Story, clean_story
+from tests.analytics.lake.delta_files import data_files
 
 
 def land(tmp_path: Path, story: Story) -> dict[str, str]:
@@ -110,7 +111,8 @@ def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
 
 def test_an_unreadable_lake_exits_two(tmp_path: Path) -> None:
     env = land(tmp_path, clean_story())
-    (tmp_path / "lake" / "changes" / "event_date=2030-06-01" / "zz_broken.parquet").write_bytes(b"garbage")
+    damaged = data_files(open_lake(str(tmp_path / "lake")), "changes")[0]  # a file the table's log names
+    (tmp_path / "lake" / damaged).write_bytes(b"garbage")
     result = invoke(env)
     assert result.exit_code == 2
     assert "audit failed: AuditError" in result.stderr

@@ -15,6 +15,7 @@ from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lake.delta_files import data_files
 from tests.processors.erasure.test_record_match import ARN, record
 
 SHARD = "shardId-00000001700000000000-copies"
@@ -127,7 +128,6 @@ def test_holds_cannot_answer_when_a_lake_file_cannot_be_read(
     lake: Lake, lake_eraser: AnalyticsLakeEraser
 ) -> None:
     _land_outcomes(lake, "kept")
-    broken = Path(lake.base) / "outcomes" / "event_date=2026-01-02" / "broken.parquet"
-    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken = Path(lake.base) / data_files(lake, "outcomes")[0]  # a file the table's log names
     broken.write_bytes(b"not parquet at all")
     assert lake_eraser.holds("gone") is None
