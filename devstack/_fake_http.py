@@ -26,6 +26,7 @@ __all__ = [
     "Hooks",
     "Knobs",
     "LoopbackServer",
+    "ServedFake",
     "is_loopback",
     "json_response",
     "request_json",
@@ -40,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Self
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
@@ -342,6 +343,34 @@ class LoopbackServer:
     def url(self) -> str:
         host = f"[{self._host}]" if ":" in self._host else self._host
         return f"http://{host}:{self.port}"
+
+
+class ServedFake:
+    """What every fake's lifecycle is: its `LoopbackServer` (`_http`) started and stopped, as a context
+    manager, with the address it serves on."""
+
+    _http: LoopbackServer
+
+    def start(self) -> Self:
+        self._http.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._http.port
+
+    @property
+    def url(self) -> str:
+        return self._http.url
 
 
 def plan_json(plan: FaultPlan) -> dict[str, Any]:

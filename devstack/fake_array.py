@@ -68,6 +68,7 @@ from devstack._fake_http import (
     Hooks,
     Knobs,
     LoopbackServer,
+    ServedFake,
     json_response,
     request_json,
 )
@@ -94,7 +95,7 @@ class ArrayCall:
     deleted: bool  # this call removed the user
 
 
-class FakeArrayServer:
+class FakeArrayServer(ServedFake):
     def __init__(
         self,
         host: str = "127.0.0.1",
@@ -132,29 +133,6 @@ class FakeArrayServer:
         self._reuse_next: Counter[str] = Counter()
         self._reuse_rate = 0.0
         self._linked: Counter[str] = Counter()  # Array user id -> successful processor-token calls
-
-    # ---- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> FakeArrayServer:
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        self._http.stop()
-
-    def __enter__(self) -> FakeArrayServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        return self._http.port
-
-    @property
-    def url(self) -> str:
-        return self._http.url
 
     # ---- accounts --------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from devstack._fake_http import (
     Hooks,
     Knobs,
     LoopbackServer,
+    ServedFake,
     json_response,
     request_json,
 )
@@ -49,7 +50,7 @@ _PREFIX, _SUFFIX = wire.primary_account_path("USER").split("USER")
 _PATH = re.compile(f"^{re.escape(_PREFIX)}([^/]+){re.escape(_SUFFIX)}$")
 
 
-class FakeTransactionsServer:
+class FakeTransactionsServer(ServedFake):
     def __init__(
         self,
         host: str = "127.0.0.1",
@@ -69,29 +70,6 @@ class FakeTransactionsServer:
         self.hooks = hooks or Hooks()
         self._lock = threading.Lock()
         self._primary: dict[str, str | None] = {}
-
-    # ---- lifecycle -------------------------------------------------------------------------------
-
-    def start(self) -> FakeTransactionsServer:
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        self._http.stop()
-
-    def __enter__(self) -> FakeTransactionsServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        return self._http.port
-
-    @property
-    def url(self) -> str:
-        return self._http.url
 
     # ---- accounts and knobs ----------------------------------------------------------------------
 
