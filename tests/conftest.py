@@ -11,6 +11,7 @@ import pytest
 from hypothesis import settings
 
 from devstack.moto_server import MotoServer
+from entitlements._logging import _JsonFormatter
 from tests.support.dynamodb import client
 
 # Nothing in the tests may reach a real AWS account or the metadata service.
@@ -23,6 +24,20 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # loaded CI machine trips at random, so it is off for every property test.
 settings.register_profile("project", deadline=None)
 settings.load_profile("project")
+
+
+@pytest.fixture(autouse=True)
+def _entry_point_logging_undone() -> Iterator[None]:
+    """An entry point's `configure_logging` replaces the root logger's handlers with one bound to the
+    stderr of that moment (a CliRunner's, closed when its test ends). Undone after each test, so a later
+    test's captured stderr never carries that stale handler's 'Logging error' reports."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    for handler in list(root.handlers):
+        if isinstance(handler.formatter, _JsonFormatter):
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
