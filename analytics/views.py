@@ -31,19 +31,29 @@ __all__ = ["VIEW_NAMES", "connect", "create_views", "set_mask", "sql_files", "va
 
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from analytics.lake._delta import open_table
+from analytics.lake._delta import active_files, open_table
 from analytics.lake._duck import literal
-from analytics.lake._files import TABLES, anchor_file, ensure_layout, table_files
+from analytics.lake._files import TABLES, anchor_file
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, fold_sql
 from analytics.lake._mask import read_mask
-from analytics.lake._schema import CHANGES, OUTCOMES, STATE_DIR, AllowList, default_allow_list, state_schema
+from analytics.lake._read import require_as_of, require_data
+from analytics.lake._schema import (
+    CHANGES,
+    OUTCOMES,
+    PARTITION_COLUMN,
+    STATE_DIR,
+    AllowList,
+    default_allow_list,
+    state_schema,
+)
 from analytics.lake.snapshot import _unfolded, snapshot_info
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -159,18 +169,62 @@ def _current_from_snapshot(lake: Lake, allow: AllowList) -> str | None:
     )
 
 
-def _file_variables(lake: Lake, allow: AllowList) -> dict[str, list[str]]:
-    """The DuckDB variables naming each table's current files (a schema anchor first)."""
-    tables = ensure_layout(lake, allow)
+def _partition_day(path: str) -> str | None:
+    """The `event_date` partition of a table-relative data file's path (None when unpartitioned)."""
+    head = path.split("/", 1)[0]
+    prefix = f"{PARTITION_COLUMN}="
+    return head[len(prefix) :] if head.startswith(prefix) else None
+
+
+def _file_variables(lake: Lake, allow: AllowList, as_of: datetime | None = None) -> dict[str, list[str]]:
+    """The DuckDB variables naming each table's current files (a schema anchor first). Reads only:
+    raises `LakeMissing` when the lake holds no data (and `NoDataAsOf` before its first change). With
+    `as_of`, the change files of later days are left out (their rows are all later) and the state
+    files too (the views fold the log up to the instant)."""
+    changes = require_data(lake) if as_of is None else require_as_of(lake, as_of)
+    tables = {CHANGES: changes, OUTCOMES: open_table(lake, OUTCOMES), STATE_DIR: open_table(lake, STATE_DIR)}
+    day = None if as_of is None else as_of.astimezone(UTC).date().isoformat()
+    variables: dict[str, list[str]] = {}
+    for variable, name in (("changes", CHANGES), ("outcomes", OUTCOMES), ("state", STATE_DIR)):
+        paths = [p for p, _ in active_files(tables[name])]
+        if day is not None and name == CHANGES:
+            paths = [p for p in paths if (_partition_day(p) or day) <= day]
+        elif day is not None and name == STATE_DIR:
+            paths = []
+        variables[f"{variable}_files"] = [
+            anchor_file(TABLES[name], allow),
+            *(lake.uri_for(f"{name}/{p}") for p in paths),
+        ]
+    return variables
+
+
+def _as_of_statements(as_of: datetime) -> dict[str, str]:
+    """The views that restrict every other view to the log up to `as_of` (stream creation time): change
+    rows created by then; outcomes answering one of those changes, or answering none and occurred by
+    then (an outcome's time is the processor's clock, another axis); snapshot_items is the state then."""
+    instant = f"TIMESTAMPTZ {literal(as_of.astimezone(UTC).isoformat())}"
+    texts = {name: text for created, _, text in _definitions() for name in created}
+
+    def restricted(name: str, condition: str) -> str:
+        body = texts[name].rstrip()
+        if not body.endswith(";"):
+            raise ValueError(f"the view {name} must end with one statement's ';'")
+        return f"{body[:-1]}\n    AND ({condition});"
+
     return {
-        f"{variable}_files": table_files(lake, name, tables[name], allow)
-        for variable, name in (("changes", CHANGES), ("outcomes", OUTCOMES), ("state", STATE_DIR))
+        "raw_changes": restricted("raw_changes", f"c.created_at <= {instant}"),
+        "raw_outcomes": restricted(
+            "raw_outcomes",
+            f"(o.source_event_id IS NULL AND o.occurred_at <= {instant}) "  # noqa: S608
+            "OR o.source_event_id IN (SELECT event_id FROM raw_changes)",
+        ),
+        "snapshot_items": "CREATE OR REPLACE VIEW snapshot_items AS SELECT * FROM current_items",
     }
 
 
 def variables_sql(lake: Lake, allow_list: AllowList | None = None) -> str:
-    """SET VARIABLE statements naming the tables' current files, for the DuckDB CLI before
-    `.read analytics/sql/all.sql` (a local lake; see schema/lake.md)."""
+    """SET VARIABLE statements naming the tables' current files, for the DuckDB CLI before the views'
+    statements (`view_statements`; see schema/lake.md). Raises `LakeMissing` on a lake with no data."""
     variables = _file_variables(lake, allow_list or default_allow_list())
     return "\n".join(
         f"SET VARIABLE {name} = {path_list_literal(files)};" for name, files in variables.items()
@@ -189,19 +243,23 @@ def create_views(
     from_snapshot: bool = False,
     allow_list: AllowList | None = None,
     views: Iterable[str] | None = None,
+    as_of: datetime | None = None,
 ) -> None:
     """Create the views on `con` for `lake` (every one, or those named in `views` and what they read),
     hiding every user an erasure has masked in the lake (always: no caller can forget it) and the users
-    in `mask`.
+    in `mask`. Reads only: nothing is written to the lake, and a lake with no data raises `LakeMissing`.
 
     The views read the tables' versions current now: call again to see commits made since. With
     `from_snapshot`, `current_items` (and the views on it) reads the latest snapshot plus the change
-    files committed after it.
+    files committed after it. With `as_of` (stream creation time), every view shows the lake as its log
+    stood then (`from_snapshot` does not apply); an instant before the first change raises `NoDataAsOf`.
     """
     allow = allow_list or default_allow_list()
-    variables = _file_variables(lake, allow)
+    variables = _file_variables(lake, allow, as_of)
     replaced: dict[str, str] = {}
-    if from_snapshot and (statement := _current_from_snapshot(lake, allow)):
+    if as_of is not None:
+        replaced.update(_as_of_statements(as_of))
+    elif from_snapshot and (statement := _current_from_snapshot(lake, allow)):
         replaced["current_items"] = statement
     wanted = None if views is None else _with_dependencies(views, replaced)
     lake.register(con)
@@ -222,10 +280,16 @@ def connect(
     mask: Iterable[str] = (),
     from_snapshot: bool = False,
     views: Iterable[str] | None = None,
+    as_of: datetime | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB connection with the views created (every one, or `views` and what they
-    read), hiding every user an erasure has masked in the lake, and those in `mask`."""
+    read), hiding every user an erasure has masked in the lake, and those in `mask`; with `as_of`, the
+    lake as it stood then. Raises `LakeMissing` / `NoDataAsOf` (nothing is created)."""
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
-    create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views)
+    try:
+        con.execute("SET enable_progress_bar = false")
+        create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views, as_of=as_of)
+    except BaseException:
+        con.close()
+        raise
     return con

@@ -1,7 +1,9 @@
 """The lake: Delta tables (delta-rs) written by the landing (a record-processor handler and outcome sink),
 compacted, snapshotted and purged to the last byte. Tables and their columns: schema/lake.md."""
 
+from analytics.lake._errors import LakeMissing, NoDataAsOf
 from analytics.lake._filesystem import Lake, lake_from_settings, open_lake
+from analytics.lake._read import first_change_at, require_as_of, require_data
 from analytics.lake._schema import (
     CHANGE_IDENTITY,
     CHANGES,
@@ -40,7 +42,9 @@ __all__ = [
     "CompactionResult",
     "Lake",
     "LakeHandler",
+    "LakeMissing",
     "LandingStats",
+    "NoDataAsOf",
     "PurgeCounts",
     "SnapshotInfo",
     "SnapshotResult",
@@ -48,11 +52,14 @@ __all__ = [
     "compact",
     "compact_continuously",
     "default_allow_list",
+    "first_change_at",
     "lake_from_settings",
     "load_allow_list",
     "open_lake",
     "purge_users",
     "read_snapshot",
+    "require_as_of",
+    "require_data",
     "snapshot",
     "snapshot_as_of",
     "snapshot_info",

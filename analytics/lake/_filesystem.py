@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 from fsspec.implementations.arrow import ArrowFSWrapper
 
+from analytics.lake._errors import LakeMissing
 from config import Settings
 from schema._files import private_dir
 
@@ -74,8 +75,11 @@ def open_lake(
     region: str | None = None,
     access_key: str | None = None,
     secret_key: str | None = None,
+    create: bool = True,
 ) -> Lake:
     """Open a lake root: a local directory (created if missing, owner-only) or `s3://bucket/prefix`.
+
+    With `create=False` (every read) a missing local root raises `LakeMissing` and nothing is created.
 
     For S3, `endpoint_url` (e.g. moto on `http://127.0.0.1:PORT`) overrides AWS's endpoint; credentials
     default to the standard AWS chain. The bucket must exist.
@@ -112,11 +116,14 @@ def open_lake(
             storage_options=storage,
         )
     base = os.path.abspath(root).rstrip("/") or "/"
+    if not create and not os.path.isdir(base):
+        raise LakeMissing(root)
     private_dir(base)  # the lake holds user ids: owner-only, as every file under it
     return Lake(fs=pafs.LocalFileSystem(), base=base, uri=base, is_local=True)
 
 
-def lake_from_settings(settings: Settings) -> Lake:
+def lake_from_settings(settings: Settings, *, create: bool = True) -> Lake:
+    """The settings' lake; `create=False` for a read (a missing local root raises `LakeMissing`)."""
     aws = settings.aws
     return open_lake(
         settings.lake.root,
@@ -124,4 +131,5 @@ def lake_from_settings(settings: Settings) -> Lake:
         region=aws.region,
         access_key=aws.access_key_id.get_secret_value() if aws.access_key_id else None,
         secret_key=aws.secret_access_key.get_secret_value() if aws.secret_access_key else None,
+        create=create,
     )

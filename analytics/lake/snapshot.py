@@ -57,6 +57,7 @@ from analytics.lake._files import AS_OF_DIR, TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import Source, fold
 from analytics.lake._mask import read_mask
+from analytics.lake._read import require_as_of, require_data
 from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
 from schema.table import USER_PK_PREFIX
 
@@ -213,6 +214,7 @@ def snapshot(
     """Fold new changes into the current snapshot (or rebuild it from the whole table with `full`), in
     one commit of the state table. A crash leaves the previous snapshot as it was."""
     del now  # the commit's own timestamp records when it ran
+    require_data(lake)  # a snapshot of no lake is an error, never an empty lake made for it
     allow = allow_list or default_allow_list()
     schema = state_schema(allow)
     tables = ensure_layout(lake, allow)
@@ -285,6 +287,7 @@ def read_snapshot(
     """The current snapshot's state (live items only unless `include_deleted`); empty before the first."""
     allow = allow_list or default_allow_list()
     schema = state_schema(allow)
+    require_data(lake)
     info = snapshot_info(lake)
     if info is None:
         return schema.empty_table()
@@ -317,7 +320,9 @@ def _as_of_sources(lake: Lake, as_of: datetime) -> list[Source]:
 
 
 def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = None) -> pa.Table:
-    """The table's live items as they stood at `as_of` (stream creation time, inclusive)."""
+    """The table's live items as they stood at `as_of` (stream creation time, inclusive). Reads only;
+    raises `NoDataAsOf` when `as_of` is before the lake's first change."""
+    require_as_of(lake, as_of)
     allow = allow_list or default_allow_list()
     return _collect(fold(lake, _as_of_sources(lake, as_of), allow, live_only=True), state_schema(allow))
 
@@ -327,9 +332,7 @@ def state_at_version(lake: Lake, version: int | datetime, *, allow_list: AllowLi
     or an instant of the table's commit clock). Raises when the log no longer holds that version
     (an erasure ends time travel across it)."""
     allow = allow_list or default_allow_list()
-    changes = open_table(lake, CHANGES)
-    if changes is None:
-        return state_schema(allow).empty_table()
+    changes = require_data(lake)
     changes.load_as_version(version)
     files = tuple(f"{CHANGES}/{p}" for p, _ in active_files(changes))
     source = Source("changes", files, _mask_where(lake))
@@ -340,6 +343,7 @@ def snapshot_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None 
     """Write the state at `as_of` to the `snapshots/as_of` table (one commit replacing any earlier state
     at the same instant; the current snapshot is left as it is)."""
     allow = allow_list or default_allow_list()
+    require_as_of(lake, as_of)
     tables = ensure_layout(lake, allow)
     as_of = as_of.astimezone(UTC)
     sources = _as_of_sources(lake, as_of)

@@ -16,8 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
-from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list, snapshot
+from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake, snapshot
 from analytics.lake._delta import open_table
+from analytics.lake._files import ensure_layout
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
 from analytics.views import (
@@ -40,10 +41,28 @@ REPO = Path(__file__).resolve().parents[2]
 _land = partial(land, flush_rows=30)
 
 
-def test_every_view_answers_on_an_empty_lake(lake: Lake) -> None:
-    con = connect(lake)
-    for view in VIEW_NAMES:
-        assert con.execute(f"SELECT count(*) FROM {view}").fetchall() == [(0,)], view
+@pytest.fixture
+def landed(lake: Lake, history: TableSim) -> Lake:
+    _land(lake, history)
+    return lake
+
+
+def test_views_on_a_lake_with_no_tables_raise_lake_missing_and_create_nothing(lake: Lake) -> None:
+    with pytest.raises(LakeMissing, match=r"lake not found at .*lake: run `entitlements consume`"):
+        connect(lake)
+    assert not Path(lake.path(CHANGES)).exists()
+
+
+def test_views_on_a_lake_whose_tables_hold_no_commit_raise_lake_missing(lake: Lake) -> None:
+    ensure_layout(lake, default_allow_list())
+    with pytest.raises(LakeMissing, match="empty"):
+        connect(lake)
+
+
+def test_a_read_of_a_missing_lake_folder_raises_before_creating_it(tmp_path: Path) -> None:
+    with pytest.raises(LakeMissing, match="lake not found at"):
+        open_lake(str(tmp_path / "nowhere"), create=False)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_the_cli_loader_reads_every_numbered_file_in_order() -> None:
@@ -52,8 +71,8 @@ def test_the_cli_loader_reads_every_numbered_file_in_order() -> None:
     assert listed == [p.name for p in sql_files()]
 
 
-def test_the_views_carry_every_allow_listed_image_column(lake: Lake) -> None:
-    con = connect(lake)
+def test_the_views_carry_every_allow_listed_image_column(landed: Lake) -> None:
+    con = connect(landed)
     columns = {row[0] for row in con.execute("DESCRIBE item_versions").fetchall()}
     assert {f.name for f in image_columns(default_allow_list())} <= columns
 
@@ -224,12 +243,12 @@ def _views_on(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {name for (name,) in rows}
 
 
-def test_the_view_files_create_exactly_the_listed_views(lake: Lake) -> None:
-    assert _views_on(connect(lake)) == set(VIEW_NAMES)
+def test_the_view_files_create_exactly_the_listed_views(landed: Lake) -> None:
+    assert _views_on(connect(landed)) == set(VIEW_NAMES)
 
 
-def test_asking_for_some_views_creates_them_and_what_they_read_from_the_log(lake: Lake) -> None:
-    con = connect(lake, views=["entitlements"])
+def test_asking_for_some_views_creates_them_and_what_they_read_from_the_log(landed: Lake) -> None:
+    con = connect(landed, views=["entitlements"])
 
     assert _views_on(con) == {
         "entitlements",
@@ -256,9 +275,9 @@ def test_asking_for_some_views_reads_the_snapshot_alone_when_it_is_current(
     assert con.sql(query).to_arrow_table() == everything.sql(query).to_arrow_table()
 
 
-def test_asking_for_a_view_the_lake_does_not_define_is_refused(lake: Lake) -> None:
+def test_asking_for_a_view_the_lake_does_not_define_is_refused(landed: Lake) -> None:
     with pytest.raises(ValueError, match="not views of the lake: entitlement"):
-        connect(lake, views=["entitlement"])
+        connect(landed, views=["entitlement"])
 
 
 def test_the_views_a_statement_reads_ignore_comments_and_strings() -> None:
@@ -327,8 +346,8 @@ def test_already_deleted_outranks_a_refusal_and_a_refusal_a_failure(lake: Lake) 
     assert _final_outcomes(lake) == [(REPLAYED_SOURCE, "cleanup.already_deleted")]
 
 
-def test_the_outcomes_views_precedence_is_the_one_schema_outcomes_states(lake: Lake) -> None:
-    con = connect(lake, views=["outcomes"])
+def test_the_outcomes_views_precedence_is_the_one_schema_outcomes_states(landed: Lake) -> None:
+    con = connect(landed, views=["outcomes"])
     try:
         ranks = [
             con.execute("SELECT final_outcome_rank(?)", [kind.value]).fetchone()

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from analytics.lake import Lake
+from analytics.lake import Lake, LakeMissing
 from analytics.mining import MiningError, load_reports, run_report
+from analytics.views import connect
 from config import PolicySettings
 from tests.analytics.audits.story import Story, clean_story
 
@@ -35,9 +36,17 @@ def by(rows: list[dict[str, Any]], key: str) -> dict[Any, dict[str, Any]]:
     return {row.pop(key): row for row in rows}
 
 
-def test_every_report_runs_on_an_empty_lake(lake: Lake) -> None:
-    for report in load_reports():
-        assert run_report(lake, report.name).table.num_rows >= 0
+def test_every_report_answers_no_rows_when_every_user_is_hidden(landed: Lake) -> None:
+    users = [u for (u,) in connect(landed, views=["users"]).execute("SELECT user_id FROM users").fetchall()]
+    counts = {
+        report.name: run_report(landed, report.name, mask=users).table.num_rows for report in load_reports()
+    }
+    assert counts == dict.fromkeys(counts, 0)
+
+
+def test_a_report_on_a_lake_with_no_data_raises_lake_missing(lake: Lake) -> None:
+    with pytest.raises(LakeMissing, match="run `entitlements consume`"):
+        run_report(lake, "daily_activity")
 
 
 def test_active_over_time_counts_each_status_at_the_end_of_every_day(landed: Lake) -> None:

@@ -1,0 +1,46 @@
+"""What a read of the lake raises when there is nothing to read. A read never creates a lake: a missing
+root, a missing `changes` table or tables that hold no commit of data are an error naming the lake's
+path and the command that fills it, never an empty answer.
+
+    TerminalError
+      LakeMissing   no lake at the path, or its tables hold no data yet
+      NoDataAsOf    an `--as-of` instant before the lake's first change
+
+Messages name the lake's root (a path or `s3://bucket/prefix`) and an instant, never a value of a row.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FILL_COMMANDS", "LakeMissing", "NoDataAsOf"]
+
+from datetime import datetime
+
+from schema.errors import TerminalError
+
+FILL_COMMANDS = "run `entitlements consume` (or `entitlements demo`) to fill it"
+
+
+class LakeMissing(TerminalError):
+    """No lake at `root`, or its tables hold no data: a read has nothing to answer from."""
+
+    def __init__(self, root: str, *, reason: str = "not found", hint: str = FILL_COMMANDS) -> None:
+        self.root = root
+        super().__init__(f"lake {reason} at {root}: {hint}")
+
+
+class NoDataAsOf(TerminalError):
+    """`as_of` is before the first change the lake holds (stream creation time)."""
+
+    def __init__(self, root: str, as_of: datetime, first: datetime | None) -> None:
+        self.root = root
+        self.as_of = as_of
+        self.first = first
+        since = f" (its first change is at {_instant(first)})" if first is not None else ""
+        super().__init__(
+            f"no data in the lake at {root} as of {_instant(as_of)}{since}: "
+            f"give a later --as-of, or {FILL_COMMANDS}"
+        )
+
+
+def _instant(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,65 @@
+"""What every read of the lake checks first, without writing anything: the lake is there and holds data
+(else `LakeMissing`), and an as-of instant is not before its first change (else `NoDataAsOf`)."""
+
+from __future__ import annotations
+
+__all__ = ["first_change_at", "require_as_of", "require_data"]
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from deltalake import DeltaTable
+
+from analytics.lake._delta import LOG_DIR, active_files, open_table
+from analytics.lake._errors import LakeMissing, NoDataAsOf
+from analytics.lake._filesystem import Lake
+from analytics.lake._schema import CHANGES, OUTCOMES
+
+MIGRATE_HINT = "it holds the old format: run `entitlements lake migrate` to convert it"
+
+
+def _exists(lake: Lake, relative: str) -> bool:
+    return bool(lake.fs.get_file_info(lake.path(relative)).type != pafs.FileType.NotFound)
+
+
+def _holds_data(table: DeltaTable | None) -> bool:
+    """A table that ever committed data (a table only created is at version 0 with no file)."""
+    return table is not None and (int(table.version()) > 0 or bool(active_files(table)))
+
+
+def require_data(lake: Lake) -> DeltaTable:
+    """The `changes` table at its latest version. Raises `LakeMissing` when the lake has no `changes`
+    table or neither `changes` nor `outcomes` ever committed data (nothing ran that fills a lake)."""
+    changes = open_table(lake, CHANGES)
+    if changes is None:
+        if _exists(lake, CHANGES) and not _exists(lake, f"{CHANGES}/{LOG_DIR}"):
+            raise LakeMissing(lake.uri, reason="not in the Delta format", hint=MIGRATE_HINT)
+        raise LakeMissing(lake.uri)
+    if not _holds_data(changes) and not _holds_data(open_table(lake, OUTCOMES)):
+        raise LakeMissing(lake.uri, reason="empty (no commit of data yet)")
+    return changes
+
+
+def first_change_at(changes: DeltaTable) -> datetime | None:
+    """The earliest stream creation time among the table's current rows, from its file statistics
+    (no data read); None when no file holds a row."""
+    actions = pa.table(changes.get_add_actions(flatten=True))
+    if not actions.num_rows or "min.created_at" not in actions.column_names:
+        return None
+    values = [v for v in actions["min.created_at"].to_pylist() if v is not None]
+    if not values:
+        return None
+    first = min(values)
+    if not isinstance(first, datetime):
+        return None
+    return first.replace(tzinfo=UTC) if first.tzinfo is None else first.astimezone(UTC)
+
+
+def require_as_of(lake: Lake, as_of: datetime) -> DeltaTable:
+    """`require_data`, and `NoDataAsOf` when `as_of` is before the lake's first change."""
+    changes = require_data(lake)
+    first = first_change_at(changes)
+    if first is None or as_of.astimezone(UTC) < first:
+        raise NoDataAsOf(lake.uri, as_of.astimezone(UTC), first)
+    return changes
