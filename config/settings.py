@@ -5,7 +5,9 @@ for example ENTITLEMENTS_AWS__ENDPOINT_URL or ENTITLEMENTS_POLICY__CLEANUP_TTL_D
 reads the environment itself; it is handed the part of this object it needs.
 
 Refused settings raise `SettingsError`, whose message names each refused field (as its environment
-variable) and the rule it broke, and never the value: a mistyped secret must not reach a log.
+variable) and the rule it broke, and never the value: a mistyped secret must not reach a log. A variable
+with the prefix that names no setting (ENTITLEMENTS_LAKE_ROOT for ENTITLEMENTS_LAKE__ROOT) is refused
+too, by name, with the closest known name: a typo is never silently ignored.
 """
 
 from __future__ import annotations
@@ -21,17 +23,24 @@ __all__ = [
     "ServiceSettings",
     "Settings",
     "SettingsError",
+    "installed_launcher_jar",
+    "known_variables",
     "load_settings",
     "settings_environment",
+    "unknown_variables",
 ]
 
-from collections.abc import Sequence
+import difflib
+import importlib.util
+import os
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pydantic_settings
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schema.errors import TerminalError
@@ -53,6 +62,8 @@ class AwsSettings(BaseModel):
     s3_endpoint: str | None = None
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
+    # Attempts per AWS call (botocore's standard retry mode) where a part does not set its own.
+    max_attempts: int = Field(default=5, ge=1, le=20)
 
     def endpoint(self, service: str) -> str | None:
         specific: str | None = getattr(self, f"{service}_endpoint", None)
@@ -84,6 +95,18 @@ class ClockSettings(BaseModel):
     speed: float = Field(default=1.0, gt=0)
 
 
+_LAUNCHER_JAR = Path("launcher", "target", "entitlements-kcl-launcher.jar")
+
+
+def installed_launcher_jar() -> Path:
+    """The launcher jar where the installed `pipeline` package keeps it (pipeline/launcher/target/),
+    found without importing the package, so the consumer starts from any folder."""
+    spec = importlib.util.find_spec("pipeline")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    base = Path(locations[0]) if locations else Path(__file__).resolve().parents[1] / "pipeline"
+    return base / _LAUNCHER_JAR
+
+
 class ConsumerSettings(BaseModel):
     model_config = _FROZEN
     table_name: str = "entitlements"
@@ -108,11 +131,18 @@ class ConsumerSettings(BaseModel):
     commit_interval_seconds: float = Field(default=5.0, gt=0)
     # A tap for tests and debugging: every event's identity appended to this JSON-lines file.
     event_journal: Path | None = None
-    launcher_jar: Path = Path("pipeline/launcher/target/entitlements-kcl-launcher.jar")
+    # Default: the installed package's jar (`installed_launcher_jar`); a relative path is from the folder
+    # the command runs in.
+    launcher_jar: Path = Field(default_factory=installed_launcher_jar)
     java: str = "java"
     # The launcher JVM's options: C1 only and the serial collector start it seconds sooner on a busy
     # host (the JVM's work is I/O and JSON; measured in pipeline/launcher/README.md).
     java_options: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+    @field_validator("launcher_jar")
+    @classmethod
+    def _absolute_jar(cls, path: Path) -> Path:
+        return path.expanduser().absolute()
 
     @property
     def quarantine_dir(self) -> Path:
@@ -248,15 +278,61 @@ def _problems(error: ValidationError) -> list[str]:
     ]
 
 
-def load_settings(**overrides: object) -> Settings:
+_PREFIX = "ENTITLEMENTS_"
+
+
+def known_variables() -> frozenset[str]:
+    """Every variable the settings read: a section set whole as JSON (ENTITLEMENTS_AWS) or one field
+    (ENTITLEMENTS_AWS__ENDPOINT_URL)."""
+    names: set[str] = set()
+    for section_name, field in Settings.model_fields.items():
+        section = f"{_PREFIX}{section_name.upper()}"
+        names.add(section)
+        model = field.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            names.update(f"{section}__{name.upper()}" for name in model.model_fields)
+    return frozenset(names)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One problem per ENTITLEMENTS_* variable that names no setting, with the closest known name."""
+    known = sorted(known_variables())
+    # Compared without the prefix every name shares, which would make any two names look alike.
+    suffixes = [name.removeprefix(_PREFIX) for name in known]
+    problems = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith(_PREFIX) or upper in known:
+            continue
+        close = difflib.get_close_matches(upper.removeprefix(_PREFIX), suffixes, n=1, cutoff=0.75)
+        hint = f" (did you mean {_PREFIX}{close[0]}?)" if close else ""
+        problems.append(f"{name}: unknown setting, a likely typo{hint}")
+    return problems
+
+
+def _unreadable(error: pydantic_settings.SettingsError) -> str:
+    # 'error parsing value for field "aws" from source "EnvSettingsSource"': the field, never the value.
+    field = re.search(r'field "(\w+)"', str(error))
+    if field is None:
+        return "a section given as JSON does not parse"
+    name = field.group(1)
+    return f'{_PREFIX}{name.upper()}: not a JSON object (error parsing value for field "{name}")'
+
+
+def load_settings(*, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Build the settings from the environment, with explicit overrides winning. Raises `SettingsError`
-    naming each refused field and its rule, never the value."""
-    problems: list[str]
+    naming each refused field and its rule, never the value, and each ENTITLEMENTS_* variable that names
+    no setting. `environ`: the environment checked for unknown names (default: this process's)."""
+    problems = unknown_variables(os.environ if environ is None else environ)
+    named = {problem.split(":", 1)[0].upper() for problem in problems}
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as refused:
-        problems = _problems(refused)
+        problems += [p for p in _problems(refused) if p.split(":", 1)[0] not in named]
     except pydantic_settings.SettingsError as unreadable:  # a JSON value that does not parse
-        problems = [str(unreadable)]  # 'error parsing value for field "aws" from source "..."': no value
+        problems.append(_unreadable(unreadable))
+    else:
+        if not problems:
+            return settings
     # Raised outside the except blocks: no frame's locals (a rich traceback shows them) hold the error.
     raise SettingsError(problems)

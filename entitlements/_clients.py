@@ -23,7 +23,7 @@ _SERVICE_ENDPOINT = {
 
 def aws_client(aws: AwsSettings, service: str, **config: Any) -> Any:
     """A boto3 client for `service`; `config` (botocore `Config` arguments: timeouts, `retries`) wins
-    over the defaults (standard retry mode, 5 attempts)."""
+    over the defaults (standard retry mode, `aws.max_attempts` attempts)."""
     credentials: dict[str, str] = {}
     if aws.access_key_id is not None and aws.secret_access_key is not None:
         credentials = {
@@ -34,6 +34,6 @@ def aws_client(aws: AwsSettings, service: str, **config: Any) -> Any:
         service,
         region_name=aws.region,
         endpoint_url=aws.endpoint(_SERVICE_ENDPOINT.get(service, service)),
-        config=Config(**{"retries": {"mode": "standard", "max_attempts": 5}, **config}),
+        config=Config(**{"retries": {"mode": "standard", "max_attempts": aws.max_attempts}, **config}),
         **credentials,
     )

@@ -1,61 +1,315 @@
-"""`entitlements`: the one console script. A thin shell: each command group lives in
-`entitlements/commands/<group>.py`, parses arguments, builds the settings once and calls library code
-or the composition root (`entitlements.compose`). A refused setting ends the command with its field and
-rule on stderr (exit 2), never its value, and a missing queue with the setup command that makes it;
-tracebacks never show local variables."""
+"""Entitlements stream processing: the local stack, the stream consumer, its cleanup, erasure and relink
+workers, and the lake's analysis and audits.
+
+Every command reads its settings from ENTITLEMENTS_* variables (`__` between nested names, e.g.
+ENTITLEMENTS_AWS__ENDPOINT_URL). A failure is one line on stderr naming what is at fault and a non-zero
+exit; `entitlements --debug COMMAND` shows the traceback.
+"""
 
 from __future__ import annotations
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "CommandEntry", "app", "describe_error", "main"]
 
 import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
 
-from config import SettingsError
-from entitlements.compose import SetupMissingError
+from entitlements._progress import set_quiet
+
+# The exit code of a command that could not run (a bad input, a misconfiguration, an unreachable
+# endpoint). Commands with a verdict (audit, validate, drain) exit 1 for a failed one themselves.
+EXIT_REFUSED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CommandEntry:
+    """A top-level command, known without importing it: `--help` and completion list these, and a
+    command's module is imported only when the command runs (or its own `--help` is asked for)."""
+
+    module: str  # under entitlements.commands
+    group: bool  # the module's app is a group under this name (else: one of the module's commands)
+    summary: str
+    panel: str
+
+
+_LOCAL = "Local stack and workload"
+_CONSUMER = "Stream consumer"
+_WORKERS = "Cleanup, erasure and relinking"
+_LAKE = "Lake and analysis"
+
+COMMANDS: dict[str, CommandEntry] = {
+    "local": CommandEntry(
+        "local", True, "The local stack: moto, the fakes and the service on 127.0.0.1.", _LOCAL
+    ),
+    "table": CommandEntry(
+        "table", True, "The entitlements table: create it on the configured endpoint.", _LOCAL
+    ),
+    "simulate": CommandEntry(
+        "simulate", False, "Send the service's workload at a chosen rate and mix.", _LOCAL
+    ),
+    "demo": CommandEntry(
+        "demo", False, "Everything end to end on the local stack, then the verdict.", _LOCAL
+    ),
+    "serve": CommandEntry("serve", False, "Serve the entitlements service's HTTP API.", _LOCAL),
+    "consume": CommandEntry("consume", False, "Run the KCL consumer of the table's stream.", _CONSUMER),
+    "replay-parked": CommandEntry(
+        "consume", False, "Run parked batches again through the consumer's path.", _CONSUMER
+    ),
+    "consumer-status": CommandEntry(
+        "consume", False, "Per shard: records, lag, quarantined, parked, retry queue.", _CONSUMER
+    ),
+    "quarantine": CommandEntry("quarantine", True, "Records the consumer could not decode.", _CONSUMER),
+    "dead-letter": CommandEntry(
+        "dead_letter", True, "Records a handler refused for their own content.", _CONSUMER
+    ),
+    "cleanup": CommandEntry(
+        "cleanup", True, "Array account cleanup: retry queue, its worker, repair.", _WORKERS
+    ),
+    "erasure": CommandEntry(
+        "erasure", True, "The erasure contract: validate messages, set up and run the worker.", _WORKERS
+    ),
+    "relinker": CommandEntry("relinker", True, "The relinker worker: its queues, jobs and run.", _WORKERS),
+    "sql": CommandEntry("lake", False, "Run a read-only query over the lake's views.", _LAKE),
+    "snapshot": CommandEntry("lake", False, "Fold the change log into the table's current state.", _LAKE),
+    "compact": CommandEntry("lake", False, "Merge each partition's small files.", _LAKE),
+    "lake": CommandEntry("lake_tables", True, "The lake's Delta tables.", _LAKE),
+    "mine": CommandEntry("mine", False, "Run a mining report over the lake.", _LAKE),
+    "audit": CommandEntry("audit", False, "Check the table's invariants over the lake.", _LAKE),
+}
+
+
+@dataclass
+class _Run:
+    """This invocation's global options (reset by each `main`)."""
+
+    debug: bool = False
+
+
+_RUN = _Run()
+
+
+def _loaded(module_name: str) -> dict[str, Any]:
+    """The click commands a command module defines, by name (a group module: one, under its name)."""
+    module = importlib.import_module(f"entitlements.commands.{module_name}")
+    sub: typer.Typer = module.app
+    holder = typer.Typer()
+    groups = [name for name, entry in COMMANDS.items() if entry.module == module_name and entry.group]
+    if groups:
+        holder.add_typer(sub, name=groups[0])
+    else:
+        holder.registered_commands.extend(sub.registered_commands)
+    return dict(typer.main.get_group(holder).commands)
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: lists `COMMANDS` without importing them and imports a command's module only to
+    run it; turns every failure into one line on stderr (`describe_error`) unless `--debug`."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if command is not None or cmd_name not in COMMANDS:
+            return command
+        entry = COMMANDS[cmd_name]
+        # A stand-in for listings (help, completion): the real command is loaded by `resolve_command`.
+        return TyperCommand(
+            name=cmd_name, help=entry.summary, short_help=entry.summary, rich_help_panel=entry.panel
+        )
+
+    def load(self, cmd_name: str) -> None:
+        """Import the module of `cmd_name` (every module when the name is not listed: a command added
+        to a module but not yet to `COMMANDS` still runs, and a typo gets close matches)."""
+        if cmd_name in self.commands:
+            return
+        entry = COMMANDS.get(cmd_name)
+        modules = [entry.module] if entry else sorted({e.module for e in COMMANDS.values()})
+        for module_name in modules:
+            for name, command in _loaded(module_name).items():
+                self.commands.setdefault(name, command)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        if args:
+            self.load(args[0])
+        return super().resolve_command(ctx, args)
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        run = {"windows_expand_args": windows_expand_args, **extra}
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **run)
+        _RUN.debug = False
+        set_quiet(False)
+        try:
+            outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **run)
+        except typer.TyperException as refused:  # click's usage errors: one line, not a panel
+            if type(refused).__name__ != "NoArgsIsHelpError":  # its help is already printed
+                typer.echo(f"entitlements: {_usage_line(refused)}", err=True)
+            sys.exit(refused.exit_code)
+        except typer.Abort:
+            typer.echo("entitlements: aborted", err=True)
+            sys.exit(1)
+        except Exception as error:
+            if _RUN.debug:
+                raise
+            typer.echo(f"entitlements: {describe_error(error)}", err=True)
+            sys.exit(EXIT_REFUSED)
+        sys.exit(outcome if isinstance(outcome, int) else 0)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _usage_line(refused: typer.TyperException) -> str:
+    ctx = getattr(refused, "ctx", None)
+    path = ctx.command_path if ctx is not None else "entitlements"
+    where = path.removeprefix("entitlements").strip()
+    message = _one_line(refused.format_message())
+    hint = f" (see `{path} --help`)" if ctx is not None else ""
+    return f"{where + ': ' if where else ''}{message}{hint}"
+
+
+def _origin(url: object) -> str:
+    """scheme://host:port of a URL: never its path or query (they can hold ids)."""
+    from urllib.parse import urlsplit  # noqa: PLC0415 (kept off --help)
+
+    parts = urlsplit(str(url))
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}" if parts.netloc else "the endpoint"
+
+
+_UNREACHABLE_HINT = (
+    "start it (`entitlements local up` for the local stack) or fix ENTITLEMENTS_AWS__ENDPOINT_URL"
+)
+
+
+def _botocore_line(error: Exception) -> str | None:
+    from botocore import exceptions as boto  # noqa: PLC0415 (only when botocore raised)
+
+    kwargs: dict[str, Any] = getattr(error, "kwargs", {}) or {}
+    endpoint = kwargs.get("endpoint_url")
+    if isinstance(error, boto.NoCredentialsError | boto.PartialCredentialsError):
+        return (
+            "no AWS credentials: set ENTITLEMENTS_AWS__ACCESS_KEY_ID and ENTITLEMENTS_AWS__SECRET_ACCESS_KEY "
+            "(or the AWS_* variables)"
+        )
+    if isinstance(error, boto.NoRegionError):
+        return "no AWS region: set ENTITLEMENTS_AWS__REGION"
+    if isinstance(error, boto.EndpointConnectionError | boto.ConnectTimeoutError | boto.ReadTimeoutError):
+        return f"cannot reach AWS at {_origin(endpoint)}: {_UNREACHABLE_HINT}"
+    if isinstance(error, boto.ClientError):
+        from schema.aws_errors import aws_error_code  # noqa: PLC0415
+
+        return f"AWS {error.operation_name} failed: {aws_error_code(error)}"
+    if isinstance(error, boto.BotoCoreError):
+        return f"AWS call failed: {type(error).__name__}"
+    return None
+
+
+def _httpx_line(error: Exception) -> str | None:
+    import httpx  # noqa: PLC0415 (only when httpx raised)
+
+    if isinstance(error, httpx.TransportError):
+        try:
+            where = _origin(error.request.url)
+        except RuntimeError:  # raised outside a request
+            where = "an HTTP endpoint"
+        return (
+            f"cannot reach {where} ({type(error).__name__}): is it running? (Array: "
+            "ENTITLEMENTS_ARRAY__BASE_URL; transactions-service: ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL)"
+        )
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"{_origin(error.request.url)} answered {error.response.status_code}"
+    return None
+
+
+def _os_line(error: OSError) -> str:
+    what = error.strerror or type(error).__name__
+    if error.filename is not None:
+        return f"{what}: {error.filename}"
+    return what
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for a failure that reached the command line: the project's errors say what is at fault
+    (their messages hold no record content); a third-party error is named by what it concerns (an
+    endpoint's address, a file's path) and its class, never by its text, which can quote data."""
+    from schema.errors import EntitlementsError  # noqa: PLC0415
+
+    if isinstance(error, EntitlementsError):
+        text = str(error)
+        if getattr(error, "code", None) in _CONNECTION_CODES:
+            endpoint = getattr(error, "endpoint", None)
+            text += f": cannot reach AWS{f' at {_origin(endpoint)}' if endpoint else ''}: {_UNREACHABLE_HINT}"
+        return _one_line(text)
+    module = type(error).__module__.split(".")[0]
+    line: str | None = None
+    if isinstance(error, Exception) and module == "botocore":
+        line = _botocore_line(error)
+    elif isinstance(error, Exception) and module in ("httpx", "httpcore"):
+        line = _httpx_line(error)
+    elif isinstance(error, OSError):
+        line = _os_line(error)
+    if line is None:
+        line = f"unexpected {type(error).__name__} (run `entitlements --debug ...` for the traceback)"
+    return _one_line(line)
+
+
+_CONNECTION_CODES = frozenset(
+    {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError"}
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # noqa: PLC0415
+
+        typer.echo(f"entitlements {version('entitlements-streams')}")
+        raise typer.Exit
+
+
+_HELP = (
+    "Entitlements stream processing: the local stack, the stream consumer, its cleanup, erasure and "
+    "relink workers, and the lake's analysis and audits.\n\n"
+    "Settings come from ENTITLEMENTS_* variables, `__` between nested names "
+    "(ENTITLEMENTS_AWS__ENDPOINT_URL). A failure is one line on stderr naming what is at fault, with a "
+    "non-zero exit; `entitlements --debug COMMAND ...` shows its traceback."
+)
 
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help=__doc__, pretty_exceptions_show_locals=False
-)
-
-# (module under entitlements.commands, group name or None to add its commands at the top level)
-_COMMAND_MODULES: tuple[tuple[str, str | None], ...] = (
-    ("table", "table"),
-    ("local", "local"),
-    ("simulate", None),
-    ("consume", None),
-    ("demo", None),
-    ("lake", None),
-    ("lake_tables", "lake"),
-    ("mine", None),
-    ("audit", None),
-    ("cleanup", "cleanup"),
-    ("erasure", "erasure"),
-    ("quarantine", "quarantine"),
-    ("dead_letter", "dead-letter"),
-    ("serve", None),
-    ("relinker", "relinker"),
+    cls=_LazyGroup,
+    no_args_is_help=True,
+    help=_HELP,
+    pretty_exceptions_show_locals=False,
+    pretty_exceptions_short=True,
 )
 
 
-def _register() -> None:
-    for module_name, group in _COMMAND_MODULES:
-        module = importlib.import_module(f"entitlements.commands.{module_name}")
-        sub: typer.Typer = module.app
-        if group is None:
-            for command in sub.registered_commands:
-                app.registered_commands.append(command)
-        else:
-            app.add_typer(sub, name=group)
-
-
-_register()
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of a failure."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    _RUN.debug = debug
+    set_quiet(quiet)
 
 
 def main() -> None:
-    try:
-        app()
-    except (SettingsError, SetupMissingError) as refused:
-        typer.echo(f"entitlements: {refused}", err=True)
-        raise SystemExit(2) from None
+    app()

@@ -24,6 +24,7 @@ __all__ = [
     "handler_registry",
     "lake_eraser",
     "lake_handler",
+    "launcher",
     "relink_queue",
     "relinker",
     "retry_worker",
@@ -33,8 +34,11 @@ __all__ = [
     "setup_relink_queues",
     "setup_retry_queues",
     "shard_consumer",
+    "table_stream_arn",
 ]
 
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -91,7 +95,50 @@ _MISSING_QUEUE = "AWS.SimpleQueueService.NonExistentQueue"
 
 
 class SetupMissingError(TerminalError):
-    """A part's queue does not exist: the setup command that makes it has not run. Names the command."""
+    """A part's queue, table or program does not exist: the setup command that makes it has not run, or
+    the setting that points at it is wrong. Names the command or the variable."""
+
+
+_MISSING_TABLE = "ResourceNotFoundException"
+
+
+def table_stream_arn(settings: Settings) -> str:
+    """The entitlements table's latest stream, looked up (never created): a missing table or stream names
+    `entitlements table create`."""
+    dynamodb = aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
+    name = settings.consumer.table_name
+    fix = f"run `entitlements table create` (table: ENTITLEMENTS_CONSUMER__TABLE_NAME={name})"
+    try:
+        with converted("DynamoDB DescribeTable"):
+            table = dynamodb.describe_table(TableName=name)["Table"]
+    except AwsTerminalError as failed:
+        if failed.code != _MISSING_TABLE:
+            raise
+        table = None
+    if table is None:
+        raise SetupMissingError(f"the entitlements table does not exist: {fix}")
+    arn = table.get("LatestStreamArn")
+    if not isinstance(arn, str):
+        raise SetupMissingError(f"the entitlements table has no stream: {fix}")
+    return arn
+
+
+def launcher(settings: Settings) -> tuple[str, Path]:
+    """The Java program and the launcher jar the consumer runs, both checked: a missing one names its
+    variable (ENTITLEMENTS_CONSUMER__JAVA, ENTITLEMENTS_CONSUMER__LAUNCHER_JAR; the jar's default is the
+    installed package's, found from any folder)."""
+    consumer = settings.consumer
+    java = shutil.which(consumer.java)
+    if java is None:
+        raise SetupMissingError(
+            f"java not found ({consumer.java}): install a Java 17+ runtime or set ENTITLEMENTS_CONSUMER__JAVA"
+        )
+    if not consumer.launcher_jar.is_file():
+        raise SetupMissingError(
+            f"launcher jar not found at {consumer.launcher_jar}: build it (`make setup` in the repository) "
+            "or set ENTITLEMENTS_CONSUMER__LAUNCHER_JAR"
+        )
+    return java, consumer.launcher_jar
 
 
 # -- the lake ---------------------------------------------------------------------------------------

@@ -113,20 +113,23 @@ def is_retryable_aws_error(error: BaseException) -> bool:
 
 
 class AwsRetryableError(RetryableError):
-    """An AWS call failed in a way that may pass on a later try. The message is the operation and code."""
+    """An AWS call failed in a way that may pass on a later try. The message is the operation and code;
+    `endpoint` is the address a connection fault could not reach (None otherwise)."""
 
-    def __init__(self, operation: str, code: str) -> None:
+    def __init__(self, operation: str, code: str, *, endpoint: str | None = None) -> None:
         self.operation = operation
         self.code = code
+        self.endpoint = endpoint
         super().__init__(f"{operation} failed: {code}")
 
 
 class AwsTerminalError(TerminalError):
     """An AWS call failed in a way no retry can help. The message is the operation and code."""
 
-    def __init__(self, operation: str, code: str) -> None:
+    def __init__(self, operation: str, code: str, *, endpoint: str | None = None) -> None:
         self.operation = operation
         self.code = code
+        self.endpoint = endpoint
         super().__init__(f"{operation} failed: {code}")
 
 
@@ -146,6 +149,9 @@ def converted(operation: str, *, tolerate: frozenset[str] = frozenset()) -> Iter
             tolerated.append(code)
             return
         retryable = is_retryable_aws_error(error)
-        failure = AwsRetryableError(operation, code) if retryable else AwsTerminalError(operation, code)
+        # A connection fault's address (botocore's `endpoint_url`): where the call could not go.
+        endpoint = (getattr(error, "kwargs", None) or {}).get("endpoint_url")
+        kind = AwsRetryableError if retryable else AwsTerminalError
+        failure = kind(operation, code, endpoint=endpoint if isinstance(endpoint, str) else None)
     if failure is not None:
         raise failure from None

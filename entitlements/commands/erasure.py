@@ -28,6 +28,7 @@ from schema.erasure import (
     ErasureEnvironmentError,
     ErasureHandlerEnvironment,
     parse_erasure_message,
+    refusal_reasons,
 )
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -39,11 +40,15 @@ def erasure() -> None:
 
 
 def _verdict(body: bytes) -> str:
-    """`accepted <type>`, `NOT_A_REQUEST <type>`, `NOT_JSON` or `INVALID_MESSAGE`: never the body."""
+    """`accepted <type>`, `NOT_A_REQUEST <type>`, `NOT_JSON` or `INVALID_MESSAGE <reasons>` (each refusal's
+    JSON path and rule): never the body."""
     try:
         message = parse_erasure_message(body)
     except ErasureContractError as error:
-        return error.code.value
+        if error.code != "INVALID_MESSAGE":
+            return error.code.value
+        reasons = "; ".join(str(reason) for reason in refusal_reasons(body))
+        return f"{error.code.value} {reasons}" if reasons else error.code.value
     verdict = "accepted" if message.type in REQUEST_TYPES else "NOT_A_REQUEST"
     return f"{verdict} {message.type}"
 
@@ -57,8 +62,9 @@ def validate(
     """Check messages (one JSON message per line) as a store's parser would, never printing them.
 
     Prints each line's number and verdict: accepted, NOT_JSON, INVALID_MESSAGE or NOT_A_REQUEST, with
-    the type of a valid message. Empty lines are skipped. Exits 0 when every message is accepted, 1
-    otherwise.
+    the type of a valid message; an invalid one's reasons are the JSON path and the schema rule of each
+    refusal (`$.sendNo: minimum 1`), never a value. Empty lines are skipped. Exits 0 when every message
+    is accepted, 1 otherwise.
     """
     checked = accepted = 0
     for number, line in enumerate(file, start=1):

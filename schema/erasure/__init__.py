@@ -45,6 +45,7 @@ from schema.erasure._parse import (
     parse_erasure_request,
     serialize_erasure_message,
 )
+from schema.erasure._reasons import Refusal, refusal_reasons
 from schema.erasure._schema import erasure_contract_schema
 from schema.erasure._sender import ErasureResponseSender
 
@@ -71,10 +72,12 @@ __all__ = [
     "HoldingsResponse",
     "RefileAckResponse",
     "RefileRequest",
+    "Refusal",
     "erasure_contract_schema",
     "is_expired",
     "parse_erasure_message",
     "parse_erasure_request",
+    "refusal_reasons",
     "restamp_expires_at",
     "serialize_erasure_message",
 ]

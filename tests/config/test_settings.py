@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import traceback
+from pathlib import Path
 
 import pytest
 
-from config import SettingsError, load_settings
+import pipeline
+from config import SettingsError, load_settings, settings_environment
 from schema.errors import TerminalError
 
 CANARY = "canary-7f3a-secret-value"
@@ -46,7 +48,8 @@ def test_the_pydantic_error_that_quotes_the_value_is_not_chained(monkeypatch: py
 def test_a_secret_given_to_an_unknown_field_is_not_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     error = _refused(monkeypatch, ENTITLEMENTS_ARRAY__APP_KEYY=CANARY)
     assert error.problems == (
-        "ENTITLEMENTS_ARRAY__APP_KEYY: extra_forbidden: Extra inputs are not permitted",
+        "ENTITLEMENTS_ARRAY__APP_KEYY: unknown setting, a likely typo "
+        "(did you mean ENTITLEMENTS_ARRAY__APP_KEY?)",
     )
     assert CANARY not in _everything_it_shows(error)
 
@@ -85,3 +88,41 @@ def test_a_refused_setting_is_a_terminal_error_of_the_project() -> None:
 
 def test_valid_settings_load_with_overrides_winning() -> None:
     assert load_settings(lake={"flush_rows": 5}).lake.flush_rows == 5
+
+
+def test_a_mistyped_variable_is_named_as_a_likely_typo_with_the_setting_it_resembles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_LAKE_ROOT=CANARY)
+    assert error.problems == (
+        "ENTITLEMENTS_LAKE_ROOT: unknown setting, a likely typo (did you mean ENTITLEMENTS_LAKE__ROOT?)",
+    )
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_an_unknown_variable_far_from_every_setting_is_named_without_a_guess(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_ZZZ="1")
+    assert error.problems == ("ENTITLEMENTS_ZZZ: unknown setting, a likely typo",)
+
+
+def test_every_setting_is_a_known_variable_so_a_child_environment_loads() -> None:
+    environ = settings_environment(load_settings(environ={}))
+    assert load_settings(environ=environ) is not None
+
+
+def test_the_launcher_jar_defaults_to_the_installed_packages_whatever_the_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    jar = load_settings().consumer.launcher_jar
+    assert jar == Path(pipeline.__file__).parent / "launcher" / "target" / "entitlements-kcl-launcher.jar"
+
+
+def test_a_relative_launcher_jar_setting_is_taken_from_the_folder_the_command_runs_in(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ENTITLEMENTS_CONSUMER__LAUNCHER_JAR", "build/launcher.jar")
+    assert load_settings().consumer.launcher_jar == tmp_path / "build" / "launcher.jar"

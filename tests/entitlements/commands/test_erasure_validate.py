@@ -40,7 +40,7 @@ def test_each_line_gets_its_number_and_verdict(tmp_path: Path) -> None:
     assert result.output.splitlines() == [
         "1: accepted erasure/ERASE",
         "2: NOT_JSON",
-        "3: INVALID_MESSAGE",
+        "3: INVALID_MESSAGE $.sendNo: required; $.expiresAt: required; $.keyKind: required; $.key: required",
         "4: NOT_A_REQUEST erasure/ACK",
         "4 messages, 1 accepted, 3 refused",
     ]
@@ -86,4 +86,24 @@ def test_empty_lines_are_skipped_but_counted_in_line_numbers(tmp_path: Path) -> 
 def test_the_group_is_registered_on_the_entitlements_command() -> None:
     result = runner.invoke(root, ["erasure", "validate", "-"], input=f"{INVALID}\n")
     assert result.exit_code == 1
-    assert result.output.splitlines()[0] == "1: INVALID_MESSAGE"
+    assert result.output.splitlines()[0].startswith("1: INVALID_MESSAGE $.sendNo: required")
+
+
+def test_an_invalid_message_gets_each_refusals_json_path_and_rule_never_its_value(tmp_path: Path) -> None:
+    message = {**json.loads(ERASE), "sendNo": 0, "expiresAt": CANARY, "keyKind": CANARY}
+    result = runner.invoke(app, ["validate", _write(tmp_path, json.dumps(message).encode() + b"\n")])
+    assert result.output.splitlines()[0] == (
+        "1: INVALID_MESSAGE $.sendNo: minimum 1; $.expiresAt: format of $defs/utcTime; "
+        "$.expiresAt: pattern of $defs/utcTime; $.keyKind: one of (ACCOUNT, ADDRESS)"
+    )
+    assert CANARY not in result.output
+
+
+def test_a_field_the_message_type_does_not_list_is_named_when_its_name_is_plain(tmp_path: Path) -> None:
+    message = {**json.loads(ERASE), "note": CANARY, f"{CANARY} x": 1}
+    result = runner.invoke(app, ["validate", _write(tmp_path, json.dumps(message).encode() + b"\n")])
+    assert result.output.splitlines()[0] == (
+        "1: INVALID_MESSAGE $.note: unknown field (additionalProperties); "
+        "$.<field>: unknown field (additionalProperties)"
+    )
+    assert CANARY not in result.output
