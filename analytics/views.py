@@ -27,7 +27,17 @@ check, a mining report) passes `views=` and gets those views and what they read,
 
 from __future__ import annotations
 
-__all__ = ["VIEW_NAMES", "connect", "create_views", "set_mask", "sql_files", "variables_sql", "views_read_by"]
+__all__ = [
+    "VIEW_NAMES",
+    "connect",
+    "create_views",
+    "read_only_statement",
+    "run_read_only",
+    "set_mask",
+    "sql_files",
+    "variables_sql",
+    "views_read_by",
+]
 
 import re
 from collections.abc import Iterable
@@ -37,9 +47,11 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from analytics.lake._delta import active_files, open_table
 from analytics.lake._duck import literal
+from analytics.lake._errors import QueryFailed, QueryRefused
 from analytics.lake._files import TABLES, anchor_file
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, fold_sql
@@ -293,3 +305,54 @@ def connect(
         con.close()
         raise
     return con
+
+
+_EXPLAIN = re.compile(r"\A\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?", re.IGNORECASE)
+READ_ONLY_HINT = (
+    "only one SELECT runs over the lake's views; write results with --output (CSV, Parquet, JSON)"
+)
+# DuckDB errors whose text quotes only the query, never a row's value.
+_QUOTES_QUERY_ONLY = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+
+
+def read_only_statement(query: str) -> str:
+    """`query` when it is one read: a single SELECT (FROM, WITH, VALUES, DESCRIBE, SHOW and SUMMARIZE
+    parse as one), or an EXPLAIN of one. Anything else (CREATE, COPY, INSERT, SET, ATTACH, PRAGMA, LOAD,
+    several statements) raises `QueryRefused`, before the lake is touched."""
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as error:
+        raise QueryFailed(f"query refused by DuckDB's parser: {_one_line(str(error))}") from None
+    if len(statements) != 1:
+        raise QueryRefused(f"refused: the query holds {len(statements)} statements; {READ_ONLY_HINT}")
+    kind = statements[0].type
+    if kind == duckdb.StatementType.EXPLAIN:
+        try:
+            inner = duckdb.extract_statements(_EXPLAIN.sub("", query, count=1))
+        except duckdb.Error:
+            inner = []
+        if len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT:
+            return query
+    elif kind == duckdb.StatementType.SELECT:
+        return query
+    raise QueryRefused(f"refused: {kind.name} is not a read; {READ_ONLY_HINT}")
+
+
+def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
+    """Run one read-only `query` (`read_only_statement`) on `con` and return its rows; DuckDB's errors
+    become `QueryFailed`."""
+    statement = read_only_statement(query)
+    try:
+        relation = con.sql(statement)
+        return relation.to_arrow_table() if relation is not None else pa.table({})
+    except duckdb.Error as error:
+        if isinstance(error, _QUOTES_QUERY_ONLY):
+            raise QueryFailed(f"query failed: {_one_line(str(error))}") from None
+        raise QueryFailed(
+            f"query failed: DuckDB {type(error).__name__} (its text may quote row values, so it is not "
+            "shown; `entitlements --debug sql ...` shows it)"
+        ) from error
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

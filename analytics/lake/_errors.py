@@ -5,13 +5,15 @@ path and the command that fills it, never an empty answer.
     TerminalError
       LakeMissing   no lake at the path, or its tables hold no data yet
       NoDataAsOf    an `--as-of` instant before the lake's first change
+      QueryRefused  a query over the views that is not one read (`entitlements sql` is read-only)
+      QueryFailed   DuckDB could not run a query over the views
 
 Messages name the lake's root (a path or `s3://bucket/prefix`) and an instant, never a value of a row.
 """
 
 from __future__ import annotations
 
-__all__ = ["FILL_COMMANDS", "LakeMissing", "NoDataAsOf"]
+__all__ = ["FILL_COMMANDS", "LakeMissing", "NoDataAsOf", "QueryFailed", "QueryRefused"]
 
 from datetime import datetime
 
@@ -40,6 +42,15 @@ class NoDataAsOf(TerminalError):
             f"no data in the lake at {root} as of {_instant(as_of)}{since}: "
             f"give a later --as-of, or {FILL_COMMANDS}"
         )
+
+
+class QueryRefused(TerminalError):
+    """A query that is not one read-only statement (a SELECT, or an EXPLAIN of one)."""
+
+
+class QueryFailed(TerminalError):
+    """DuckDB refused or failed a query over the views (the message is DuckDB's for a parse, bind or
+    catalog error, which quotes only the query; for any other, its class alone: it can quote values)."""
 
 
 def _instant(moment: datetime) -> str:

@@ -62,9 +62,12 @@ def run_report(
     from_snapshot: bool = False,
     generated_at: datetime | None = None,
     mask: Iterable[str] = (),
+    as_of: datetime | None = None,
 ) -> MiningResult:
     """Run the report called `name` over `lake` (views from analytics/sql, then
-    analytics/sql/mining/_base.sql, then the report's SQL), hiding the users in `mask`."""
+    analytics/sql/mining/_base.sql, then the report's SQL), hiding the users in `mask`; with `as_of`
+    (stream creation time), over the lake as it stood then (read only: nothing is written to the lake).
+    Raises `LakeMissing` on a lake with no data, `NoDataAsOf` before its first change."""
     reports = {r.name: r for r in load_reports()}
     report = reports.get(name)
     if report is None:
@@ -75,7 +78,7 @@ def run_report(
         con.execute("SET enable_progress_bar = false")
         base = (MINING_SQL_DIR / "_base.sql").read_text(encoding="utf-8")
         views = views_read_by(base) | views_read_by(report.sql)
-        create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views)
+        create_views(con, lake, mask=mask, from_snapshot=from_snapshot, views=views, as_of=as_of)
         con.execute(f"SET VARIABLE mine_cleanup_ttl_days = {int(policy.cleanup_ttl_days)}")
         con.execute(f"SET VARIABLE mine_stale_ttl_days = {int(policy.stale_entitlement_ttl_days)}")
         con.execute(base)

@@ -1,9 +1,15 @@
 """`entitlements snapshot`, `entitlements sql` and `entitlements compact`: the lake from the command line.
 
 The lake is the settings' `lake.root` (ENTITLEMENTS_LAKE__ROOT): a local directory, or `s3://bucket/prefix`
-on the settings' S3 endpoint. Time axes: `snapshot --as-of` takes the stream's creation time
+on the settings' S3 endpoint. Time axes: `--as-of` takes the stream's creation time
 (ApproximateCreationDateTime), not business time from the items; `sql` queries views whose time columns
 say which axis they are (schema/lake.md).
+
+`sql` is read-only: one SELECT, never a write to the lake or anywhere else; its result goes to stdout or,
+with `--output PATH`, to a CSV, Parquet or JSON file (the format from `--format`, else the file's
+suffix). `sql --as-of T` and `snapshot --as-of T` read the lake as it stood at T and write nothing to it
+(`snapshot --as-of T --store` keeps the state in the lake's `snapshots/as_of` table). A missing or empty
+lake is one line naming its path and the command that fills it (exit 2), never an empty answer.
 """
 
 from __future__ import annotations
@@ -30,14 +36,16 @@ from analytics.lake import (
     compact,
     compact_continuously,
     lake_from_settings,
+    require_data,
     snapshot,
     snapshot_as_of,
     snapshot_info,
     state_as_of,
 )
-from analytics.views import connect
+from analytics.views import connect, run_read_only
 from config import load_settings
 from entitlements._logging import configure_logging
+from schema.errors import TerminalError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
 
@@ -49,6 +57,15 @@ class OutputFormat(StrEnum):
     PARQUET = "parquet"
 
 
+# What --output's suffix says when --format is not given.
+_SUFFIX_FORMATS = {
+    ".csv": OutputFormat.CSV,
+    ".json": OutputFormat.JSON,
+    ".parquet": OutputFormat.PARQUET,
+    ".pq": OutputFormat.PARQUET,
+}
+
+
 def _instant(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -57,31 +74,58 @@ def _instant(text: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+_AS_OF_HELP = (
+    "Read the lake as it stood at this instant (ISO 8601; naive means UTC), by stream creation time."
+)
+
+
+class OutputInsideLake(TerminalError):
+    """An --output path inside the lake: a read never writes into the lake."""
+
+
+def _outside_lake(lake_base: str, is_local: bool, output: Path | None) -> None:
+    if output is None or not is_local:
+        return
+    target = output.resolve()
+    if target == Path(lake_base) or Path(lake_base) in target.parents:
+        raise OutputInsideLake(
+            f"--output {output} is inside the lake at {lake_base}: a read never writes into the lake; "
+            "choose a path outside it"
+        )
+
+
 @app.command("snapshot")
 def snapshot_command(
-    as_of: Annotated[
-        str | None,
-        typer.Option(
-            "--as-of",
-            help="The state at this instant (ISO 8601; naive means UTC) by the stream's creation time.",
-        ),
-    ] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help=_AS_OF_HELP)] = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild from the whole change log.")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", help="With --as-of: also write the state here.")
+        Path | None, typer.Option("--output", help="With --as-of: write the state to this Parquet file.")
     ] = None,
+    store: Annotated[
+        bool,
+        typer.Option("--store", help="With --as-of: keep the state in the lake's snapshots/as_of table."),
+    ] = False,
 ) -> None:
     """Fold the change log into the table's current state, incrementally from the previous snapshot;
-    with --as-of, write the state at a past instant instead (the current snapshot is left as it is)."""
+    with --as-of, read the state at a past instant instead (nothing is written to the lake unless
+    --store; the current snapshot is left as it is)."""
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings())
+    lake = lake_from_settings(load_settings(), create=False)
     if as_of is not None:
-        result = snapshot_as_of(lake, _instant(as_of))
-        if output is not None and result.as_of is not None:
-            pq.write_table(state_as_of(lake, result.as_of), output, compression="zstd")
-        typer.echo(f"state as of {result.as_of.isoformat() if result.as_of else as_of} (stream time)")
-        typer.echo(f"items: {result.rows_written}  change files read: {result.files_read}")
-        typer.echo(f"written: {lake.uri_for(result.path or '')}" + (f" and {output}" if output else ""))
+        instant = _instant(as_of)
+        _outside_lake(lake.base, lake.is_local, output)
+        state = state_as_of(lake, instant)
+        if store:
+            snapshot_as_of(lake, instant)
+        if output is not None:
+            pq.write_table(state, output, compression="zstd")
+        typer.echo(f"state as of {instant.isoformat()} (stream time)")
+        typer.echo(f"items: {state.num_rows}")
+        written = [lake.uri_for("snapshots/as_of")] if store else []
+        written += [str(output)] if output is not None else []
+        typer.echo(
+            f"written: {' and '.join(written) if written else 'nothing (--output PATH writes the state)'}"
+        )
         return
     result = snapshot(lake, full=full)
     info = snapshot_info(lake)
@@ -142,39 +186,45 @@ def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None) -> None:
         text = json.dumps(rows, default=_text, indent=1) + "\n"
     if output:
         output.write_text(text, encoding="utf-8")
+        typer.echo(f"{table.num_rows} rows written to {output}", err=True)
     else:
         sys.stdout.write(text)
 
 
 @app.command("sql")
 def sql_command(
-    query: Annotated[str, typer.Argument(help="SQL over the lake's views (analytics/sql, schema/lake.md).")],
+    query: Annotated[
+        str, typer.Argument(help="One SELECT over the lake's views (analytics/sql, schema/lake.md).")
+    ],
     fmt: Annotated[
-        OutputFormat, typer.Option("--format", help="table, csv, json or parquet.")
-    ] = OutputFormat.TABLE,
-    output: Annotated[Path | None, typer.Option("--output", help="Write here instead of stdout.")] = None,
+        OutputFormat | None,
+        typer.Option(
+            "--format", help="table, csv, json or parquet (default: from --output's suffix, else table)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write the result here (.csv, .parquet or .json) instead of stdout."),
+    ] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help=_AS_OF_HELP)] = None,
     from_log: Annotated[
         bool,
         typer.Option("--from-log", help="Compute current_items from the whole log, not the last snapshot."),
     ] = False,
 ) -> None:
-    """Run a query over the lake's views and print the result."""
+    """Run one read-only query over the lake's views and print or export the result."""
     configure_logging("WARNING")
     settings = load_settings()
-    lake = lake_from_settings(settings)
+    instant = _instant(as_of) if as_of is not None else None
+    lake = lake_from_settings(settings, create=False)
+    _outside_lake(lake.base, lake.is_local, output)
+    chosen = fmt or (
+        _SUFFIX_FORMATS.get(output.suffix.lower(), OutputFormat.TABLE) if output else OutputFormat.TABLE
+    )
     # Accounts being erased are hidden by every connection, before their files are purged.
-    con = connect(lake, from_snapshot=not from_log)
+    con = connect(lake, from_snapshot=not from_log, as_of=instant)
     try:
-        relation = con.sql(query)
-        if relation is None:
-            typer.echo("ok", err=True)
-            return
-        _emit(relation.to_arrow_table(), fmt, output)
-    except Exception as error:
-        if isinstance(error, typer.BadParameter):
-            raise
-        typer.echo(f"query failed: {type(error).__name__}: {error}", err=True)
-        raise typer.Exit(2) from None
+        _emit(run_read_only(con, query), chosen, output)
     finally:
         con.close()
 
@@ -192,7 +242,8 @@ def compact_command(
     """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
     vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings())
+    lake = lake_from_settings(load_settings(), create=False)
+    require_data(lake)
 
     def report(result: CompactionResult) -> None:
         for dataset in ("changes", "outcomes"):

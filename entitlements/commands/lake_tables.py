@@ -20,7 +20,7 @@ def migrate_command() -> None:
     """Convert a lake in the old format (named Parquet files, manifests) to Delta tables, in place.
     Resumable: run it again after a crash; it reports what it did and what of the old format is left."""
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings())
+    lake = lake_from_settings(load_settings(), create=False)
     result = migrate(lake)
     for table in sorted(set(result.files_migrated) | set(result.commits)):
         typer.echo(
@@ -39,4 +39,4 @@ def files_command() -> None:
     """Print the SET VARIABLE statements naming the tables' current files, for the DuckDB CLI:
     duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" -c "FROM entitlements"."""
     configure_logging("WARNING")
-    typer.echo(variables_sql(lake_from_settings(load_settings())))
+    typer.echo(variables_sql(lake_from_settings(load_settings(), create=False)))

@@ -2,11 +2,14 @@
 
     entitlements mine --list
     entitlements mine REPORT [--format table|markdown|json|csv|html] [--output PATH] [--from-snapshot]
+                             [--as-of TIME]
 
 Reports are analytics/sql/mining/*.sql over the settings' lake. Days are business time (the items'
 updatedAt/createdAt as the service wrote them; the simulator's clock in demos), except where a report
 says otherwise. HTML embeds the report's chart; Markdown written with --output gets it as a PNG beside
-the file. Exit 0, or 2 when the report could not run.
+the file. `--as-of TIME` runs the report over the lake as it stood at TIME (stream creation time; nothing
+is written to the lake). Exit 0, or 2 when the report could not run (one line on stderr: a missing or
+empty lake names its path and the command that fills it).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from analytics.lake import lake_from_settings
 from analytics.mining import MiningFormat, load_reports, render_mining, report_charts, run_report
 from config import load_settings
 from entitlements._logging import configure_logging
+from entitlements.commands.lake import _instant
 
 app = typer.Typer(add_completion=False)
 
@@ -49,6 +53,13 @@ def mine_command(
     from_snapshot: Annotated[
         bool, typer.Option("--from-snapshot", help="Read the current state from the latest snapshot.")
     ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Run over the lake as it stood at this instant (ISO 8601; naive means UTC), by stream time.",
+        ),
+    ] = None,
 ) -> None:
     """Run a mining report over the lake (`--list` names them)."""
     configure_logging("WARNING")
@@ -58,35 +69,21 @@ def mine_command(
     if report is None:
         typer.echo("name a report, or --list to see them", err=True)
         raise typer.Exit(EXIT_ERROR)
-    try:
-        settings = load_settings()
-        root = settings.lake.root
-        if "://" not in root and not Path(root).is_dir():
-            typer.echo(f"mine failed: no lake at {root}", err=True)
-            raise typer.Exit(EXIT_ERROR)
-        lake = lake_from_settings(settings)
-        result = run_report(
-            lake,
-            report,
-            policy=settings.policy,
-            from_snapshot=from_snapshot,
-        )
-        chart_files: list[str] = []
-        if output is not None and fmt is MiningFormat.MARKDOWN:
-            for index, chart in enumerate(report_charts(result), start=1):
-                png = output.with_name(f"{output.stem}.chart{index}.png")
-                png.parent.mkdir(parents=True, exist_ok=True)
-                png.write_bytes(base64.b64decode(chart.png))
-                chart_files.append(png.name)
-        text = render_mining(result, fmt, chart_files=chart_files)
-        if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text, encoding="utf-8")
-            typer.echo(f"{report}: {result.table.num_rows} rows written to {output}")
-        else:
-            sys.stdout.write(text)
-    except typer.Exit:
-        raise
-    except Exception as error:
-        typer.echo(f"mine failed: {type(error).__name__}: {error}", err=True)
-        raise typer.Exit(EXIT_ERROR) from None
+    instant = _instant(as_of) if as_of is not None else None
+    settings = load_settings()
+    lake = lake_from_settings(settings, create=False)
+    result = run_report(lake, report, policy=settings.policy, from_snapshot=from_snapshot, as_of=instant)
+    chart_files: list[str] = []
+    if output is not None and fmt is MiningFormat.MARKDOWN:
+        for index, chart in enumerate(report_charts(result), start=1):
+            png = output.with_name(f"{output.stem}.chart{index}.png")
+            png.parent.mkdir(parents=True, exist_ok=True)
+            png.write_bytes(base64.b64decode(chart.png))
+            chart_files.append(png.name)
+    text = render_mining(result, fmt, chart_files=chart_files)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"{report}: {result.table.num_rows} rows written to {output}")
+    else:
+        sys.stdout.write(text)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, open_lake
+from entitlements.cli import app as cli
 from entitlements.commands.lake import app
 from tests.analytics.lakesim import TableSim, replay
 
@@ -43,15 +44,26 @@ def test_snapshot_then_an_incremental_one(landed: tuple[Lake, dict[str, str]]) -
     assert "(incremental)" in out and "change files read: 0" in out
 
 
-def test_snapshot_as_of_writes_the_state_at_that_instant(
+def test_snapshot_as_of_writes_the_state_at_that_instant_to_the_output_only(
     landed: tuple[Lake, dict[str, str]], history: TableSim, tmp_path: Path
 ) -> None:
-    _, env = landed
+    lake, env = landed
+    before = _tree(Path(lake.base))
     instant = history.events[120].created_at
     target = tmp_path / "as_of.parquet"
     out = _run(env, "snapshot", "--as-of", instant.isoformat(), "--output", str(target))
     assert "stream time" in out
     assert pq.read_table(target).num_rows == len(replay(history.events, as_of=instant))
+    assert _tree(Path(lake.base)) == before
+
+
+def test_snapshot_as_of_store_keeps_the_state_in_the_lake(
+    landed: tuple[Lake, dict[str, str]], history: TableSim
+) -> None:
+    lake, env = landed
+    instant = history.events[120].created_at
+    out = _run(env, "snapshot", "--as-of", instant.isoformat(), "--store")
+    assert f"written: {lake.uri_for('snapshots/as_of')}" in out
 
 
 def test_sql_prints_a_table_csv_json_or_parquet(
@@ -70,10 +82,127 @@ def test_sql_prints_a_table_csv_json_or_parquet(
     assert pq.read_table(target).num_rows == users
 
 
-def test_a_bad_query_exits_2(landed: tuple[Lake, dict[str, str]]) -> None:
+def _refused(env: dict[str, str], *args: str) -> str:
+    """`entitlements ARGS` through the CLI's root: exit 2 and one line on stderr, returned."""
+    result = CliRunner().invoke(cli, list(args), env=env)
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("entitlements: ") and "Traceback" not in result.output
+    return line
+
+
+def _tree(root: Path) -> list[tuple[str, int]]:
+    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*"))
+
+
+def test_a_bad_query_exits_2_with_duckdbs_reason(landed: tuple[Lake, dict[str, str]]) -> None:
     _, env = landed
-    result = CliRunner().invoke(app, ["sql", "SELECT * FROM no_such_view"], env=env)
-    assert result.exit_code == 2
+    line = _refused(env, "sql", "SELECT * FROM no_such_view")
+    assert "query failed: Catalog Error" in line and "no_such_view" in line
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "CREATE TABLE t AS SELECT 1",
+        "COPY (SELECT * FROM changes) TO '{out}'",
+        "INSERT INTO erased_users VALUES ('x')",
+        "DELETE FROM erased_users",
+        "ATTACH '{out}' AS other",
+        "SET threads = 1",
+        "SELECT 1; COPY (SELECT 1) TO '{out}'",
+        "EXPLAIN ANALYZE COPY (SELECT 1) TO '{out}'",
+    ],
+)
+def test_sql_refuses_anything_but_one_read_and_writes_nothing(
+    landed: tuple[Lake, dict[str, str]], tmp_path: Path, query: str
+) -> None:
+    lake, env = landed
+    out = tmp_path / "written.csv"
+    before = _tree(Path(lake.base))
+
+    line = _refused(env, "sql", query.format(out=out))
+
+    assert "refused" in line and "--output" in line
+    assert not out.exists() and _tree(Path(lake.base)) == before
+
+
+def test_sql_on_a_missing_lake_names_it_and_creates_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "var" / "lake"
+    line = _refused({"ENTITLEMENTS_LAKE__ROOT": str(root)}, "sql", "SELECT count(*) FROM changes")
+    assert line == (
+        f"entitlements: lake not found at {root}: "
+        "run `entitlements consume` (or `entitlements demo`) to fill it"
+    )
+    assert not (tmp_path / "var").exists()
+
+
+def test_snapshot_of_a_missing_lake_names_it_and_creates_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    assert "lake not found at" in _refused({"ENTITLEMENTS_LAKE__ROOT": str(root)}, "snapshot")
+    assert not root.exists()
+
+
+def test_sql_on_a_lake_folder_with_no_tables_names_it(tmp_path: Path) -> None:
+    open_lake(str(tmp_path / "lake"))
+    assert "lake not found at" in _refused(
+        {"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "lake")}, "sql", "FROM changes"
+    )
+    assert list((tmp_path / "lake").iterdir()) == []
+
+
+@pytest.mark.parametrize(("suffix", "read"), [(".csv", "csv"), (".json", "json"), (".parquet", "parquet")])
+def test_sql_output_takes_its_format_from_the_suffix(
+    landed: tuple[Lake, dict[str, str]], history: TableSim, tmp_path: Path, suffix: str, read: str
+) -> None:
+    _, env = landed
+    target = tmp_path / f"changes{suffix}"
+    result = CliRunner().invoke(cli, ["sql", "SELECT * FROM changes", "--output", str(target)], env=env)
+    assert result.exit_code == 0, result.output
+    if read == "csv":
+        rows = len(list(csv.DictReader(io.StringIO(target.read_text()))))
+    elif read == "json":
+        rows = len(json.loads(target.read_text()))
+    else:
+        rows = pq.read_table(target).num_rows
+    assert rows == len(history.events) and result.stdout == ""
+
+
+def test_sql_refuses_an_output_inside_the_lake(landed: tuple[Lake, dict[str, str]]) -> None:
+    lake, env = landed
+    inside = Path(lake.base) / "export.csv"
+    assert "inside the lake" in _refused(env, "sql", "FROM changes", "--output", str(inside))
+    assert not inside.exists()
+
+
+def test_sql_as_of_reads_the_items_as_they_stood_then_and_writes_nothing(
+    landed: tuple[Lake, dict[str, str]], history: TableSim
+) -> None:
+    lake, env = landed
+    _run(env, "snapshot")
+    before = _tree(Path(lake.base))
+    instant = history.events[120].created_at
+    query = "SELECT count(*) AS n FROM current_items"
+
+    then = json.loads(_run(env, "sql", query, "--format", "json", "--as-of", instant.isoformat()))
+
+    assert then == [{"n": len(replay(history.events, as_of=instant))}]
+    assert _tree(Path(lake.base)) == before
+
+
+def test_sql_as_of_hides_outcomes_of_later_changes(
+    landed: tuple[Lake, dict[str, str]], history: TableSim
+) -> None:
+    _, env = landed
+    first = min(e.created_at for e in history.events)
+    query = "SELECT count(*) AS n FROM outcomes WHERE source_event_id NOT IN (SELECT event_id FROM changes)"
+    assert json.loads(_run(env, "sql", query, "--format", "json", "--as-of", first.isoformat())) == [{"n": 0}]
+
+
+def test_sql_as_of_before_the_first_change_exits_2(landed: tuple[Lake, dict[str, str]]) -> None:
+    _, env = landed
+    line = _refused(env, "sql", "FROM changes", "--as-of", "1999-12-31T00:00:00Z")
+    assert "no data in the lake at" in line and "as of 1999-12-31T00:00:00Z (its first change is at" in line
 
 
 def test_compact_reports_what_it_merged(landed: tuple[Lake, dict[str, str]]) -> None:

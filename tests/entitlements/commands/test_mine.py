@@ -11,7 +11,6 @@ from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import open_lake
 from analytics.mining import load_reports
 from entitlements.cli import app as cli
-from entitlements.commands.mine import app
 from tests.analytics.audits.story import clean_story
 
 
@@ -22,7 +21,8 @@ def landed(tmp_path: Path) -> dict[str, str]:
 
 
 def invoke(env: dict[str, str], *args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env=env)
+    """`entitlements mine ARGS` through the CLI's root (its one-line errors)."""
+    return CliRunner().invoke(cli, ["mine", *args], env=env)
 
 
 def test_mine_is_a_top_level_command_of_the_cli() -> None:
@@ -73,9 +73,39 @@ def test_no_report_named_exits_two() -> None:
     assert invoke({}).exit_code == 2
 
 
-def test_a_missing_lake_exits_two(tmp_path: Path) -> None:
+def test_a_missing_lake_exits_two_naming_it_and_what_fills_it_and_creates_nothing(tmp_path: Path) -> None:
     result = invoke({"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "nowhere")}, "daily_activity")
-    assert result.exit_code == 2 and "no lake at" in result.stderr
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"entitlements: lake not found at {tmp_path / 'nowhere'}: run `entitlements consume` "
+        "(or `entitlements demo`) to fill it"
+    ]
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_as_of_runs_the_report_over_the_lake_as_it_stood_then_and_writes_nothing(tmp_path: Path) -> None:
+    env = landed(tmp_path)
+    lake = tmp_path / "lake"
+    before = sorted(p.relative_to(lake) for p in lake.rglob("*"))
+    changes = CliRunner().invoke(
+        cli, ["sql", "SELECT created_at FROM changes ORDER BY 1", "--format", "json"], env=env
+    )
+    instants = [row["created_at"] for row in json.loads(changes.stdout)]
+    now = json.loads(invoke(env, "daily_activity", "--format", "json").stdout)["rows"]
+
+    first = json.loads(invoke(env, "daily_activity", "--format", "json", "--as-of", instants[0]).stdout)
+    whole = json.loads(invoke(env, "daily_activity", "--format", "json", "--as-of", instants[-1]).stdout)
+
+    assert sum(row["signups"] for row in first["rows"]) == 1
+    assert whole["rows"] == now
+    assert sorted(p.relative_to(lake) for p in lake.rglob("*")) == before
+
+
+def test_as_of_before_the_first_change_exits_two_with_one_line(tmp_path: Path) -> None:
+    result = invoke(landed(tmp_path), "daily_activity", "--as-of", "2000-01-01T00:00:00Z")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("entitlements: no data in the lake at ") and "as of 2000-01-01T00:00:00Z" in line
 
 
 def test_users_being_erased_are_left_out_of_every_report(tmp_path: Path) -> None:
