@@ -19,6 +19,7 @@ __all__ = [
     "ConsumerSettings",
     "ErasureSettings",
     "LakeSettings",
+    "MetricsSettings",
     "PolicySettings",
     "ServiceSettings",
     "Settings",
@@ -189,6 +190,28 @@ class ErasureSettings(BaseModel):
     ledger_key: SecretStr = SecretStr("local-erasure-ledger-key")
 
 
+# A loopback address: a metrics endpoint is never served off the host.
+_LOOPBACK = r"^(127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|localhost|::1)$"
+
+
+class MetricsSettings(BaseModel):
+    """Metrics (package `telemetry`, docs/operations/metrics.md). Each long-running process serves a
+    Prometheus endpoint on its own port, on a loopback address, when its port is set (unset: none);
+    CloudWatch EMF documents go to `emf_file` (appended, one per line) and/or `emf_socket` (the CloudWatch
+    agent's EMF listener, `udp://127.0.0.1:25888` or `tcp://...`), never to stdout."""
+
+    model_config = _FROZEN
+    host: str = Field(default="127.0.0.1", pattern=_LOOPBACK)
+    consume_port: int | None = Field(default=None, ge=1, le=65535)
+    retry_worker_port: int | None = Field(default=None, ge=1, le=65535)
+    erasure_worker_port: int | None = Field(default=None, ge=1, le=65535)
+    service_port: int | None = Field(default=None, ge=1, le=65535)
+    emf_file: Path | None = None
+    emf_socket: str | None = Field(default=None, pattern=r"^(udp|tcp)://[A-Za-z0-9.-]+:[0-9]{1,5}$")
+    emf_namespace: str = Field(default="Entitlements", min_length=1, max_length=255)
+    emf_interval_seconds: float = Field(default=60.0, gt=0)
+
+
 class ServiceSettings(BaseModel):
     """The entitlements service (`entitlements serve`) and its relinker worker (`entitlements relinker`).
 
@@ -224,6 +247,7 @@ class Settings(BaseSettings):
     lake: LakeSettings = LakeSettings()
     erasure: ErasureSettings = ErasureSettings()
     service: ServiceSettings = ServiceSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:

@@ -14,6 +14,7 @@ import sys
 
 from amazon_kclpy import kcl
 
+import telemetry
 from config import SettingsError, load_settings
 from entitlements import compose
 from entitlements._logging import configure_logging
@@ -23,8 +24,12 @@ from pipeline.record_processor import KclRecordProcessor
 def main() -> None:
     configure_logging()
     try:
-        consumer = compose.shard_consumer(load_settings())
-    except (SettingsError, compose.SetupMissingError) as refused:
+        settings = load_settings()
+        consumer = compose.shard_consumer(settings)
+        # EMF to the configured file or socket (never stdout); Prometheus figures reach `consume`'s
+        # endpoint through PROMETHEUS_MULTIPROC_DIR, which it sets for the daemon.
+        telemetry.publish_emf(settings.metrics, process="consumer")
+    except (SettingsError, compose.SetupMissingError, telemetry.EmfSinkError) as refused:
         sys.stderr.write(f"entitlements.child: {refused}\n")
         raise SystemExit(2) from None
     kcl.KCLProcess(KclRecordProcessor(consumer)).run()

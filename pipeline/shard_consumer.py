@@ -63,6 +63,7 @@ from typing import Protocol
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
+import telemetry
 from pipeline._files import write_private_file
 from pipeline._stored_records import safe_name
 from pipeline.dead_letter import DeadLetters
@@ -225,6 +226,10 @@ class ShardConsumer:
             return None
         for record in records:
             self._take(record)
+        if records:
+            telemetry.records_taken(len(records))
+            if self.stats.iterator_age_ms is not None:
+                telemetry.iterator_age(self.stats.iterator_age_ms / 1000.0)
         self.stats.millis_behind_latest = millis_behind_latest
         due_by_size = self._window >= self._commit.every_records
         due_by_time = self._monotonic() - self._last_commit_at >= self._commit.interval_seconds
@@ -310,6 +315,7 @@ class ShardConsumer:
         code = type(error).__name__
         self._stored.append(StoredRecord("quarantine", record.sequence_number, code))
         self.stats.quarantined += 1
+        telemetry.quarantined()
         logger.warning("record quarantined", extra={"error": code, **self._where(record)})
 
     def _dead_letter(self, handler: str, index: int, record: RawRecord, error: RecordRejected) -> None:
@@ -325,6 +331,7 @@ class ShardConsumer:
         code = type(error).__name__
         self._stored.append(StoredRecord("dead_letter", record.sequence_number, code, handler))
         self.stats.dead_lettered += 1
+        telemetry.dead_lettered(handler)
         logger.warning(
             "record dead-lettered", extra={"handler": handler, "error": code, **self._where(record)}
         )
@@ -368,6 +375,7 @@ class ShardConsumer:
         """Flush, retrying a `RetryableError` with backoff (not one that says `park_now`: that parks at
         once); if it still fails, the error code and the events any attempt said it finished."""
         finished: set[tuple[str, str]] = set()
+        started = self._monotonic()
         try:
             for attempt in Retrying(
                 stop=stop_after_attempt(self._retry.attempts) | stop_after_delay(self._retry.max_seconds),
@@ -383,6 +391,8 @@ class ShardConsumer:
                         raise
         except Exception as error:
             return _Failure(type(error).__name__, frozenset(finished))
+        finally:
+            telemetry.flush_duration(handler.name, max(self._monotonic() - started, 0.0))
         return None
 
     def _park(
@@ -405,6 +415,7 @@ class ShardConsumer:
         )
         self._stored.extend(StoredRecord("parked", r.sequence_number, code, name) for r in owed)
         self.stats.parked_batches += 1
+        telemetry.parked(name, len(owed))
         logger.error(
             "handler could not finish its window; its records were parked",
             extra={"handler": name, "error": code, "shard": self._shard_id, "records": len(owed)},
@@ -433,6 +444,7 @@ class ShardConsumer:
             context = RecordContext(shard_id=self._shard_id, sequence_number=sequence_number)
             raise ConsumerCrash(f"checkpoint failed: {type(error).__name__}", context=context) from error
         self.stats.checkpoints += 1
+        telemetry.checkpointed()
         logger.info(
             "checkpointed",
             extra={

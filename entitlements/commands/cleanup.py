@@ -78,7 +78,12 @@ def retry_worker(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    worker.run_forever(stop)
+    import telemetry  # noqa: PLC0415 (kept off --help)
+
+    metrics = settings.metrics
+    port, variable = metrics.retry_worker_port, "ENTITLEMENTS_METRICS__RETRY_WORKER_PORT"
+    with telemetry.running_metrics(metrics, process="retry-worker", port=port, variable=variable):
+        worker.run_forever(stop)
     lake.flush()
 
 

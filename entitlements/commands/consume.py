@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["app"]
 
+import dataclasses
 import json
 import signal
 import socket
@@ -13,7 +14,7 @@ from types import FrameType
 
 import typer
 
-from config import load_settings
+from config import Settings, load_settings
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from entitlements.commands._stores import (
@@ -24,6 +25,7 @@ from entitlements.commands._stores import (
     print_report,
 )
 from pipeline.daemon import DaemonSpec, KclDaemon, stable_worker_id, supervise
+from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME
 
 app = typer.Typer()
 
@@ -60,7 +62,68 @@ def consume(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    supervise(KclDaemon(spec), stop)
+    _supervise_with_metrics(settings, spec, worker, stop)
+
+
+class _CountedDaemon:
+    """The daemon, with its starts counted (the endpoint's `entitlements_consumer_daemon_starts`)."""
+
+    def __init__(self, spec: DaemonSpec) -> None:
+        self._daemon = KclDaemon(spec)
+        self.starts = 0
+
+    @property
+    def running(self) -> bool:
+        return self._daemon.running
+
+    def start(self) -> None:
+        self.starts += 1
+        self._daemon.start()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self._daemon.wait(timeout)
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        return self._daemon.stop(timeout)
+
+    def delivered(self) -> bool:
+        return self._daemon.delivered()
+
+
+def _supervise_with_metrics(settings: Settings, spec: DaemonSpec, worker: str, stop: threading.Event) -> None:
+    """Supervise the daemon while holding the state folder (`consumer-status` sees it running), serving
+    the children's figures on `metrics.consume_port` when set (their multiprocess folder is
+    `<state>/metrics`)."""
+    import telemetry  # noqa: PLC0415 (kept off --help)
+
+    metrics, state_dir = settings.metrics, settings.consumer.state_dir
+    port = metrics.consume_port
+    presence = telemetry.ConsumerPresence(state_dir)
+    presence.claim(
+        worker_id=worker, metrics_url=None if port is None else f"http://{metrics.host}:{port}/metrics"
+    )
+    endpoint = None
+    try:
+        if port is None:
+            daemon = _CountedDaemon(spec)
+        else:
+            holder: list[_CountedDaemon] = []
+            figures = telemetry.ChildrenFigures(
+                state_dir / "metrics",
+                running=lambda: bool(holder) and holder[0].running,
+                starts=lambda: holder[0].starts if holder else 0,
+            )
+            environment = {**spec.environment, **figures.environment()}
+            daemon = _CountedDaemon(dataclasses.replace(spec, environment=environment))
+            holder.append(daemon)
+            endpoint = telemetry.serve(
+                metrics, port, variable="ENTITLEMENTS_METRICS__CONSUME_PORT", registry=figures.registry()
+            )
+        supervise(daemon, stop)
+    finally:
+        if endpoint is not None:
+            endpoint.close()
+        presence.release()
 
 
 @app.command("replay-parked")
@@ -82,26 +145,25 @@ def replay_parked() -> None:
 
 
 @app.command("consumer-status")
-def consumer_status() -> None:
-    """Per shard: records seen, events by kind, quarantined, parked batches and lag (iterator age)."""
+def consumer_status(
+    as_json: bool = typer.Option(
+        False, "--json", help="One JSON object: each figure with its value, as_of and age_seconds."
+    ),
+    retry_queue_name: str = typer.Option(
+        DEFAULT_RETRY_QUEUE_NAME, help="The cleanup retry queue whose depth is shown."
+    ),
+) -> None:
+    """Whether the consumer runs; per shard: records, events by kind, quarantined, dead-lettered, parked
+    batches, checkpoints and lag (iterator age), each with its age; the stores; the cleanup retry queue.
+    Exits 1 while no shard has reported."""
+    from entitlements.commands._consumer_status import status_lines, status_report  # noqa: PLC0415
+
     settings = load_settings()
-    stats_dir = settings.consumer.state_dir / "stats"
-    files = sorted(stats_dir.glob("*.json")) if stats_dir.exists() else []
-    if not files:
-        typer.echo("no shard has reported yet")
+    report = status_report(settings, retry_queue_name=retry_queue_name)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        for line in status_lines(report):
+            typer.echo(line)
+    if not report["shards"]:
         raise typer.Exit(1)
-    for path in files:
-        stats = json.loads(path.read_text())
-        age = stats.get("iterator_age_ms")
-        typer.echo(
-            f"{stats['shard_id']}: {stats['records']} records, {stats['quarantined']} quarantined, "
-            f"{stats.get('dead_lettered', 0)} dead-lettered, "
-            f"{stats['parked_batches']} parked batches, {stats['checkpoints']} checkpoints, "
-            f"iterator age {'unknown' if age is None else f'{age / 1000:.1f}s'} (as of {stats['updated_at']})"
-        )
-        for kind, count in sorted(stats["events_by_type"].items()):
-            typer.echo(f"    {kind}: {count}")
-    stores = Stores.from_settings(settings)
-    typer.echo(f"quarantine: {stores.quarantine.count()} records")
-    typer.echo(f"dead letters: {stores.dead_letters.count()} records")
-    typer.echo(f"parked: {stores.parked.count()} batches")

@@ -155,7 +155,13 @@ def worker(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    with compose.erasure_worker(settings, erasure, wait_seconds=wait_seconds) as running:
+    import telemetry  # noqa: PLC0415 (kept off --help)
+
+    port, variable = settings.metrics.erasure_worker_port, "ENTITLEMENTS_METRICS__ERASURE_WORKER_PORT"
+    with (
+        telemetry.running_metrics(settings.metrics, process="erasure-worker", port=port, variable=variable),
+        compose.erasure_worker(settings, erasure, wait_seconds=wait_seconds) as running,
+    ):
         try:
             running.run(stop, wait_seconds=wait_seconds, pollers=pollers)
         except ErasureConfigError as refused:

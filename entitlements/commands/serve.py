@@ -29,11 +29,17 @@ def serve(
     """Serve signup, cancellation, reactivation, second Array signup and POST /{user_id}/processor."""
     configure_logging()
     settings = load_settings()
-    uvicorn.run(
-        compose.service_app(settings),
-        host=host or settings.service.host,
-        port=settings.service.port if port is None else port,
-        log_config=None,  # the entry point's JSON logging on stderr
-        access_log=False,
-        lifespan="on",
-    )
+    import telemetry  # noqa: PLC0415 (kept off --help)
+
+    metrics = settings.metrics
+    with telemetry.running_metrics(
+        metrics, process="service", port=metrics.service_port, variable="ENTITLEMENTS_METRICS__SERVICE_PORT"
+    ):
+        uvicorn.run(
+            compose.service_app(settings),
+            host=host or settings.service.host,
+            port=settings.service.port if port is None else port,
+            log_config=None,  # the entry point's JSON logging on stderr
+            access_log=False,
+            lifespan="on",
+        )

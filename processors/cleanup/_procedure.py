@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import telemetry
 from pipeline.clock import Clock
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient
@@ -117,6 +118,7 @@ class AttemptResult:
 def make_outcome(
     clock: Clock, work: CleanupWork, kind: OutcomeKind, detail: str | None = None
 ) -> OutcomeEvent:
+    telemetry.cleanup_outcome(kind.value)  # every outcome a cleanup reaches is made here
     return OutcomeEvent(
         outcome_id=outcome_id(work.source_event_id, kind, work.attempt),
         kind=kind,

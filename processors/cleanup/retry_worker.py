@@ -33,6 +33,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+import telemetry
 from pipeline.clock import Clock
 from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
@@ -225,10 +226,15 @@ class RetryWorker:
             empty=empty,
         )
 
-    def run_forever(self, stop: threading.Event) -> None:
+    def run_forever(self, stop: threading.Event, *, depth_every_seconds: float = 10.0) -> None:
+        """Passes until `stop`; the queue's depth measured (and published) every `depth_every_seconds`."""
+        measured_at: float | None = None
         while not stop.is_set():
             try:
                 result = self.run_once()
+                if measured_at is None or self._monotonic() - measured_at >= depth_every_seconds:
+                    measured_at = self._monotonic()
+                    self.queue_depth()
             except (ClientError, BotoCoreError) as failed:
                 logger.warning("retry worker pass failed", extra={"code": aws_error_code(failed)})
                 stop.wait(5.0)
@@ -245,7 +251,9 @@ class RetryWorker:
                 "ApproximateNumberOfMessagesDelayed",
             ],
         )["Attributes"]
-        return sum(int(value) for value in attributes.values())
+        depth = sum(int(value) for value in attributes.values())
+        telemetry.retry_queue_depth(depth)
+        return depth
 
     def _receive(self, count: int, wait: int) -> list[dict[str, Any]]:
         response = self._sqs.receive_message(

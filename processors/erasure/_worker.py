@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
+import telemetry
 from config import ErasureSettings
 from pipeline.clock import Clock
 from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
@@ -369,6 +370,7 @@ class ErasureWorker:
             answered += 1
             batch.consumed.append((job, "not_applicable"))
         if answered:
+            telemetry.erasure_not_applicable(answered)
             self._count_not_applicable(answered, batch)
 
     def _count_not_applicable(self, count: int, batch: _Batch) -> None:
@@ -576,6 +578,8 @@ class ErasureWorker:
         self._calls.call(
             "answer", lambda: self._sender.send(response), deadline, self._timings.batch_timeout_seconds
         )
+        answer = response.answer if isinstance(response, HoldingsResponse) else response.outcome
+        telemetry.erasure_answer(response.type, answer)
 
     @staticmethod
     def _failed(job: _Job, error: BaseException, report: BatchReport) -> None:

@@ -1,4 +1,4 @@
-"""`entitlements replay-parked` and `entitlements consumer-status`."""
+"""`entitlements replay-parked` (`entitlements consumer-status`: test_consumer_status.py)."""
 
 from __future__ import annotations
 
@@ -87,18 +87,6 @@ def test_replay_parked_with_a_registry_it_cannot_order_is_one_line_and_exit_1(
     result = runner.invoke(app, ["replay-parked"], env=state.env)
     assert (result.exit_code, len(result.stderr.splitlines())) == (1, 1)
     assert state.parked.count() == 1
-
-
-def test_consumer_status_counts_the_stores(state: StateDir) -> None:
-    (state.root / "stats").mkdir(parents=True)
-    (state.root / "stats" / "shardId-1.json").write_text(
-        '{"shard_id": "shardId-1", "records": 3, "quarantined": 1, "parked_batches": 0, "checkpoints": 1,'
-        ' "iterator_age_ms": null, "updated_at": "2026-01-01T00:00:00+00:00", "events_by_type": {}}'
-    )
-    state.dead_lettered(b"x")
-    result = runner.invoke(app, ["consumer-status"], env=state.env)
-    assert result.exit_code == 0
-    assert "dead letters: 1 records" in result.stdout
 
 
 # -- with the real composition: cleanup on moto and the fake Array, outcomes in the lake --------------

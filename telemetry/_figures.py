@@ -1,0 +1,248 @@
+"""The figures: one Prometheus series family each, and its CloudWatch EMF name and unit.
+
+Each recording function updates the Prometheus figure (its process's registry, or the shared
+multiprocess folder in a KCL child started by `entitlements consume`) and, when the process publishes
+EMF (`telemetry.publish_emf`), the EMF buffer. Labels hold codes only (a handler's name, an outcome
+kind, an answer type): never personal data.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CHECKPOINTS",
+    "CLEANUP_OUTCOMES",
+    "DEAD_LETTERED",
+    "ERASURE_ANSWERS",
+    "ERASURE_NOT_APPLICABLE",
+    "FIGURES",
+    "FLUSH_DURATION",
+    "ITERATOR_AGE",
+    "PARKED_BATCHES",
+    "PARKED_RECORDS",
+    "QUARANTINED",
+    "RECORDS",
+    "RETRY_QUEUE_DEPTH",
+    "Figure",
+    "checkpointed",
+    "cleanup_outcome",
+    "dead_lettered",
+    "erasure_answer",
+    "erasure_not_applicable",
+    "flush_duration",
+    "iterator_age",
+    "parked",
+    "quarantined",
+    "records_taken",
+    "retry_queue_depth",
+]
+
+from dataclasses import dataclass
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from telemetry import _emf
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One figure: its Prometheus name (counters gain `_total` in the exposition), its EMF metric name
+    and unit, the EMF dimension its label becomes (if it has one), and what it counts."""
+
+    prometheus: str
+    emf: str
+    unit: str
+    dimension: str | None
+    help: str
+
+
+RECORDS = Figure(
+    "entitlements_consumer_records",
+    "Records",
+    "Count",
+    None,
+    "Stream records taken by the consumer's children (quarantined ones included).",
+)
+ITERATOR_AGE = Figure(
+    "entitlements_consumer_iterator_age_seconds",
+    "IteratorAge",
+    "Milliseconds",
+    None,
+    "Age of the newest record taken (now minus its creation time): how far behind the stream the "
+    "consumer is (the highest of the live children).",
+)
+QUARANTINED = Figure(
+    "entitlements_consumer_quarantined_records",
+    "Quarantined",
+    "Count",
+    None,
+    "Records that could not be decoded, kept in the quarantine.",
+)
+DEAD_LETTERED = Figure(
+    "entitlements_consumer_dead_lettered_records",
+    "DeadLettered",
+    "Count",
+    "Handler",
+    "Records a handler refused for their own content, kept in the dead-letter store.",
+)
+PARKED_RECORDS = Figure(
+    "entitlements_consumer_parked_records",
+    "ParkedRecords",
+    "Count",
+    "Handler",
+    "Records a handler could not finish, parked for `entitlements replay-parked`.",
+)
+PARKED_BATCHES = Figure(
+    "entitlements_consumer_parked_batches",
+    "ParkedBatches",
+    "Count",
+    "Handler",
+    "Parked batches (one per handler and window that could not finish).",
+)
+CHECKPOINTS = Figure(
+    "entitlements_consumer_checkpoints",
+    "Checkpoints",
+    "Count",
+    None,
+    "Checkpoints taken (after every handler flushed or parked its window).",
+)
+FLUSH_DURATION = Figure(
+    "entitlements_consumer_flush_duration_seconds",
+    "FlushDuration",
+    "Milliseconds",
+    "Handler",
+    "Time one handler's flush of a window took, its retries included.",
+)
+CLEANUP_OUTCOMES = Figure(
+    "entitlements_cleanup_outcomes",
+    "CleanupOutcomes",
+    "Count",
+    "Kind",
+    "Cleanup outcomes by kind (cleanup.deleted, cleanup.parked, ...), from the consumer and the retry "
+    "worker.",
+)
+RETRY_QUEUE_DEPTH = Figure(
+    "entitlements_cleanup_retry_queue_depth",
+    "RetryQueueDepth",
+    "Count",
+    None,
+    "Messages on the cleanup retry queue (visible, in flight and delayed), as last measured.",
+)
+ERASURE_NOT_APPLICABLE = Figure(
+    "entitlements_erasure_not_applicable",
+    "ErasureNotApplicable",
+    "Count",
+    None,
+    "Erasure requests answered NOT_APPLICABLE (a pair or request this store does not implement).",
+)
+ERASURE_ANSWERS = Figure(
+    "entitlements_erasure_answers",
+    "ErasureAnswers",
+    "Count",
+    "Answer",
+    "Erasure answers sent, by type and answer (ACK/DONE, ACK/NOT_APPLICABLE, HOLDINGS/HOLDS_NONE, ...).",
+)
+
+FIGURES: tuple[Figure, ...] = (
+    RECORDS,
+    ITERATOR_AGE,
+    QUARANTINED,
+    DEAD_LETTERED,
+    PARKED_RECORDS,
+    PARKED_BATCHES,
+    CHECKPOINTS,
+    FLUSH_DURATION,
+    CLEANUP_OUTCOMES,
+    RETRY_QUEUE_DEPTH,
+    ERASURE_NOT_APPLICABLE,
+    ERASURE_ANSWERS,
+)
+
+
+def _labels(figure: Figure) -> tuple[str, ...]:
+    return () if figure.dimension is None else (figure.dimension.lower(),)
+
+
+def _counter(figure: Figure) -> Counter:
+    return Counter(figure.prometheus, figure.help, _labels(figure))
+
+
+_records = _counter(RECORDS)
+# A gauge in a KCL child is written to the multiprocess folder: `livemax` shows the highest value of
+# the children still alive (`consume` marks the dead ones).
+_iterator_age = Gauge(ITERATOR_AGE.prometheus, ITERATOR_AGE.help, multiprocess_mode="livemax")
+_quarantined = _counter(QUARANTINED)
+_dead_lettered = _counter(DEAD_LETTERED)
+_parked_records = _counter(PARKED_RECORDS)
+_parked_batches = _counter(PARKED_BATCHES)
+_checkpoints = _counter(CHECKPOINTS)
+_flush_duration = Histogram(
+    FLUSH_DURATION.prometheus,
+    FLUSH_DURATION.help,
+    _labels(FLUSH_DURATION),
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+_cleanup_outcomes = _counter(CLEANUP_OUTCOMES)
+_retry_queue_depth = Gauge(RETRY_QUEUE_DEPTH.prometheus, RETRY_QUEUE_DEPTH.help, multiprocess_mode="livemax")
+_erasure_not_applicable = _counter(ERASURE_NOT_APPLICABLE)
+_erasure_answers = _counter(ERASURE_ANSWERS)
+
+
+def records_taken(count: int) -> None:
+    """A batch of `count` records taken by a shard consumer."""
+    _records.inc(count)
+    _emf.count(RECORDS, count)
+
+
+def iterator_age(seconds: float) -> None:
+    _iterator_age.set(seconds)
+    _emf.gauge(ITERATOR_AGE, seconds * 1000.0)
+
+
+def quarantined() -> None:
+    _quarantined.inc()
+    _emf.count(QUARANTINED, 1)
+
+
+def dead_lettered(handler: str) -> None:
+    _dead_lettered.labels(handler).inc()
+    _emf.count(DEAD_LETTERED, 1, handler)
+
+
+def parked(handler: str, records: int) -> None:
+    """One batch of `records` parked for `handler`."""
+    _parked_records.labels(handler).inc(records)
+    _parked_batches.labels(handler).inc()
+    _emf.count(PARKED_RECORDS, records, handler)
+    _emf.count(PARKED_BATCHES, 1, handler)
+
+
+def checkpointed() -> None:
+    _checkpoints.inc()
+    _emf.count(CHECKPOINTS, 1)
+
+
+def flush_duration(handler: str, seconds: float) -> None:
+    _flush_duration.labels(handler).observe(seconds)
+    _emf.value(FLUSH_DURATION, seconds * 1000.0, handler)
+
+
+def cleanup_outcome(kind: str) -> None:
+    _cleanup_outcomes.labels(kind).inc()
+    _emf.count(CLEANUP_OUTCOMES, 1, kind)
+
+
+def retry_queue_depth(depth: int) -> None:
+    _retry_queue_depth.set(depth)
+    _emf.gauge(RETRY_QUEUE_DEPTH, float(depth))
+
+
+def erasure_not_applicable(count: int) -> None:
+    _erasure_not_applicable.inc(count)
+    _emf.count(ERASURE_NOT_APPLICABLE, count)
+
+
+def erasure_answer(answer_type: str, answer: str) -> None:
+    """One answer sent: its type (`erasure/ACK`) and what it says (`DONE`), as `ACK/DONE`."""
+    label = f"{answer_type.removeprefix('erasure/')}/{answer}"
+    _erasure_answers.labels(label).inc()
+    _emf.count(ERASURE_ANSWERS, 1, label)
