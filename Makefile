@@ -14,11 +14,10 @@ NODE_STAMP := $(NODE_RUNNER)/node_modules/.package-lock.json
 
 setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) debian-tools
 
-$(STAMP): pyproject.toml scripts/install_kclpy.py
+$(STAMP): pyproject.toml scripts/install.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) scripts/install_kclpy.py
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) scripts/install.py --editable --extras dev
 	touch $(STAMP)
 
 $(LAUNCHER): $(LAUNCHER_SOURCES)

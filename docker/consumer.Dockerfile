@@ -1,22 +1,15 @@
-# The consumer image: JRE 17, Python 3.11, amazon-kclpy with its jars, and the KCL launcher.
+# The consumer image (consume, the cleanup retry worker, the erasure worker, the setup commands): JRE 17,
+# Python 3.11, and the project with amazon-kclpy and the KCL launcher, installed by scripts/install.py
+# into /opt/entitlements, as tests/docker installs them into a fresh environment and runs every service.
 # Build from the repository root: docker build -f docker/consumer.Dockerfile .
-
-FROM maven:3.9-eclipse-temurin-17 AS launcher
-WORKDIR /build
-COPY pipeline/launcher/pom.xml pipeline/launcher/pom.xml
-RUN mvn -q -B -f pipeline/launcher/pom.xml dependency:go-offline
-COPY pipeline/launcher/src pipeline/launcher/src
-RUN mvn -q -B -f pipeline/launcher/pom.xml package -DskipTests
-
-FROM python:3.11-slim-bookworm AS app
+FROM python:3.11-slim-bookworm
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN apt-get update \
- && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
  && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
+WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY scripts/install_kclpy.py scripts/install_kclpy.py
-# amazon-kclpy's jars are staged through Maven (see scripts/install_kclpy.py), then Maven is not needed.
-RUN python scripts/install_kclpy.py && rm -rf /root/.m2 .cache
+COPY scripts/install.py scripts/install.py
 COPY config config
 COPY schema schema
 COPY pipeline pipeline
@@ -25,17 +18,21 @@ COPY analytics analytics
 COPY devstack devstack
 COPY entitlements entitlements
 COPY service service
-# Maven does not stay.
-RUN pip install --no-cache-dir . \
- && apt-get purge -y maven && apt-get autoremove -y
-COPY --from=launcher /build/pipeline/launcher/target/entitlements-kcl-launcher.jar /app/launcher/
-COPY --from=launcher /build/pipeline/launcher/target/lib /app/launcher/lib
-ENV ENTITLEMENTS_CONSUMER__LAUNCHER_JAR=/app/launcher/entitlements-kcl-launcher.jar \
+# Maven and the JDK build amazon-kclpy's jars and the launcher, then leave with the sources.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven \
+ && python -m venv /opt/entitlements \
+ && /opt/entitlements/bin/python scripts/install.py --launcher /opt/entitlements/launcher \
+ && apt-get purge -y openjdk-17-jdk-headless maven && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/* /root/.m2 /src
+ENV PATH=/opt/entitlements/bin:$PATH \
+    ENTITLEMENTS_CONSUMER__LAUNCHER_JAR=/opt/entitlements/launcher/entitlements-kcl-launcher.jar \
     ENTITLEMENTS_CONSUMER__STATE_DIR=/var/lib/entitlements \
     ENTITLEMENTS_LAKE__ROOT=/var/lib/entitlements/lake
 RUN useradd --system --home /var/lib/entitlements entitlements \
  && mkdir -p /var/lib/entitlements && chown entitlements /var/lib/entitlements
 USER entitlements
+WORKDIR /var/lib/entitlements
 # SIGTERM reaches `entitlements consume`, which stops the daemon gracefully (checkpoints, then exits).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["entitlements"]

@@ -1,9 +1,14 @@
-# The embedded local stack: moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch), the TTL emulator and the
-# fake Array server, in one process. It listens on the container's loopback only; the other services of the
-# compose file share its network namespace, as the processes of `make demo` share the host's loopback.
+# The embedded local stack: moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch), the TTL emulator, the
+# fake Array and transactions-service and the entitlements service, in one process (`local up`). It
+# listens on the container's loopback only; the other services of the compose file share its network
+# namespace, as the processes of `make demo` share the host's loopback. The project is installed by
+# scripts/install.py, as in the consumer image: the CLI imports amazon-kclpy, so the stack has it too.
+# Build from the repository root: docker build -f docker/localstack.Dockerfile .
 FROM python:3.11-slim-bookworm
-WORKDIR /app
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY scripts/install.py scripts/install.py
 COPY config config
 COPY schema schema
 COPY pipeline pipeline
@@ -11,10 +16,18 @@ COPY processors processors
 COPY analytics analytics
 COPY devstack devstack
 COPY entitlements entitlements
-# amazon-kclpy is not needed by the stack; install the rest without it.
-RUN pip install --no-cache-dir --no-deps . \
- && pip install --no-cache-dir "moto[server]==5.2.5" "boto3>=1.40,<2" "pydantic==2.14.3" \
-      "pydantic-settings==2.16.3" "typer==0.29.1" "rich==15.0.0" "httpx==0.28.1" "tenacity==9.2.1" \
-      "werkzeug==3.1.9" "orjson==3.13.0"
+COPY service service
+# Maven (and the JRE it needs) stages amazon-kclpy's jars, then leaves with the sources.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends maven \
+ && python -m venv /opt/entitlements \
+ && /opt/entitlements/bin/python scripts/install.py \
+ && apt-get purge -y maven && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/* /root/.m2 /src
+ENV PATH=/opt/entitlements/bin:$PATH
+RUN useradd --system --home /var/lib/entitlements entitlements \
+ && mkdir -p /var/lib/entitlements && chown entitlements /var/lib/entitlements
+USER entitlements
+WORKDIR /var/lib/entitlements
 ENTRYPOINT ["entitlements"]
-CMD ["local", "up", "--port", "4566"]
+CMD ["local", "up", "--port", "4566", "--array-port", "8765", "--service-port", "8780", "--no-setup"]
