@@ -1,4 +1,5 @@
-"""What the quarantine and the dead letters share: one owner-only JSON file per stored record.
+"""What the quarantine and the dead letters share: one owner-only JSON file per stored record, and the
+store itself (`RecordStore`), which each of them configures: the record type, the folders, the stamp.
 
 A record stored twice (a replay, a re-drive that fails again) lands on the same file and the first
 copy is kept, so counts stay honest and storing is idempotent. Files are 0600 and folders 0700: they
@@ -12,6 +13,8 @@ and `damaged_files` names every one still there, so the commands can report them
 from __future__ import annotations
 
 __all__ = [
+    "RecordStore",
+    "StoredRecord",
     "damaged_files",
     "private_folders",
     "read_stored",
@@ -22,12 +25,14 @@ __all__ = [
 ]
 
 import base64
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pipeline._files import private_dir, write_private_file
 from pipeline.events import is_sequence_number, sortable_sequence
@@ -128,3 +133,64 @@ def sequence_file_stem(sequence_number: str) -> str:
     if is_sequence_number(sequence_number):
         return sortable_sequence(sequence_number)
     return "x" + base64.urlsafe_b64encode(sequence_number.encode()).decode()
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """What every stored record holds; a store's own record type adds its text fields (its stamp)."""
+
+    raw: bytes
+    reason: str
+    stream_arn: str
+    shard_id: str
+    sequence_number: str
+    path: Path
+
+
+_R = TypeVar("_R", bound=StoredRecord)
+
+
+class RecordStore(Generic[_R]):
+    """Records of type `record_type`, each in `<root>/<one folder per field of folders>/<sequence>.json`;
+    the time it was stored in its `stamp_field`. Storing twice keeps the first file (idempotent)."""
+
+    def __init__(
+        self, root: Path, *, record_type: type[_R], folders: tuple[str, ...], stamp_field: str
+    ) -> None:
+        self._root = root
+        self._type = record_type
+        self._folders = folders
+        self._stamp_field = stamp_field
+        self._pattern = "/".join(["*"] * len(folders) + ["*.json"])
+
+    @property
+    def root(self) -> Path:
+        return self._root
+
+    def _store(self, *, raw: bytes, **fields: str) -> Path:
+        path = record_path(
+            self._root, *(fields[name] for name in self._folders), sequence_number=fields["sequence_number"]
+        )
+        return store_document(self._root, path, raw=raw, stamp_field=self._stamp_field, **fields)
+
+    def _parse(self, path: Path, document: Any) -> _R:
+        values: dict[str, Any] = {
+            field.name: text_field(document, field.name)
+            for field in dataclasses.fields(self._type)
+            if field.name not in ("raw", "path")
+        }
+        return self._type(raw=base64_field(document, "raw_base64"), path=path, **values)
+
+    def __iter__(self) -> Iterator[_R]:
+        """Every readable record; a damaged file is logged by path and skipped (see `damaged`)."""
+        return read_stored(self._root, self._pattern, self._parse)
+
+    def damaged(self) -> list[Path]:
+        """The files that cannot be read as a record of this store (left in place, never listed)."""
+        return damaged_files(self._root, self._pattern, self._parse)
+
+    def count(self) -> int:
+        return sum(1 for _ in self._root.glob(self._pattern)) if self._root.exists() else 0
+
+    def remove(self, record: _R) -> None:
+        record.path.unlink(missing_ok=True)
