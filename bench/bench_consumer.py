@@ -4,7 +4,7 @@ shipped defaults (`config.ConsumerSettings`, `config.LakeSettings`; nothing tune
 moto (the project's `devstack.moto_server`) runs in a process of its own (`bench._moto_stack`); the launcher
 JVM and the real child (`python -m entitlements.child`) run as `entitlements consume` runs them. The times
 come from the daemon's own log (`Writing ProcessRecordsMessage` + `Message size`: the moment the JVM hands
-a batch to the child; an empty batch's message is under 200 bytes), the child's log lines relayed there
+a batch to the child; an empty batch's message is under 200 bytes), the child's log lines beside it
 (`checkpointed`), the lake's files, and the bench's clock, all on this host's one clock.
 
 Figures, each beside its baseline measured in the same run:
@@ -52,7 +52,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,6 @@ LEADER_LOCK_S = 120.0  # KCL 3.1.3's DynamoDB leader lock: fixed (configurable f
 LEADER_TIMEOUT = 240.0
 EMPTY_MESSAGE_BYTES = 200  # a ProcessRecords message with no record is ~66 bytes, one record ~900
 
-_LOG_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) ")
 _SIZE = re.compile(r"Message size == (\d+) bytes")
 
 
@@ -128,13 +127,11 @@ def _worker(settings: Settings, stream_arn: str, worker_id: str) -> tuple[KclDae
 
 
 def _epoch(line: str) -> float | None:
-    """A launcher log line's time (logback's HH:mm:ss.SSS, this host's zone, today) as epoch seconds."""
-    match = _LOG_LINE.match(line)
-    if match is None:
+    """A launcher log line's time (its JSON `ts`, UTC) as epoch seconds."""
+    try:
+        return datetime.fromisoformat(json.loads(line)["ts"]).timestamp()
+    except (ValueError, KeyError, TypeError):
         return None
-    hours, minutes, seconds, millis = (int(group) for group in match.groups())
-    today = datetime.combine(date.today(), datetime.min.time())
-    return (today + timedelta(hours=hours, minutes=minutes, seconds=seconds, milliseconds=millis)).timestamp()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,9 +159,10 @@ def _deliveries(log: Path) -> list[_Delivery]:
 
 
 def _checkpoints(log: Path) -> list[float]:
-    """The epoch times of the child's `checkpointed` lines relayed into the daemon's log."""
+    """The epoch times of the child's `checkpointed` lines, from the children's log beside the daemon's."""
     times = []
-    for line in log.read_text(errors="replace").splitlines():
+    children = log.with_name(log.name.replace("daemon-", "children-", 1))
+    for line in children.read_text(errors="replace").splitlines() if children.exists() else []:
         if line.startswith("{") and '"checkpointed"' in line:
             with contextlib.suppress(ValueError, KeyError):
                 times.append(datetime.fromisoformat(json.loads(line)["ts"]).timestamp())

@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pydantic_settings
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -139,6 +139,10 @@ class ConsumerSettings(BaseModel):
     # The launcher JVM's options: C1 only and the serial collector start it seconds sooner on a busy
     # host (the JVM's work is I/O and JSON; measured in pipeline/launcher/README.md).
     java_options: str = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    # The launcher's own log (KCL's lines, JSON, rotated): docs/operations/logs.md.
+    kcl_log_level: Literal["DEBUG", "INFO", "WARN", "ERROR"] = "INFO"
+    kcl_log_max_bytes: int = Field(default=10 * 1024 * 1024, ge=4096)
+    kcl_log_backups: int = Field(default=5, ge=1, le=20)
 
     @field_validator("launcher_jar")
     @classmethod

@@ -1,5 +1,8 @@
-"""Logging for entry points: JSON lines on stderr. stdout is never used (in the KCL child it is the
-protocol channel). Only the fields a call site passes in `extra` are written, never arguments' reprs."""
+"""Logging for entry points: one JSON object per line on stderr, at the record's own level. stdout is
+never used (in the KCL child it is the protocol channel). `msg` is the message rendered with its
+arguments (third-party libraries log `%s` templates); our call sites pass a fixed message and their
+fields in `extra`, counts and codes only, never personal data. An exception is named by its class,
+never its message or traceback. The files and levels: docs/operations/logs.md."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ class _JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "msg": record.msg if isinstance(record.msg, str) else type(record.msg).__name__,
+            "msg": _message(record),
         }
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
@@ -28,6 +31,15 @@ class _JsonFormatter(logging.Formatter):
             # The class only: exception messages and tracebacks can carry data.
             entry["exception"] = record.exc_info[0].__name__
         return json.dumps(entry, default=str)
+
+
+def _message(record: logging.LogRecord) -> str:
+    if not isinstance(record.msg, str):
+        return type(record.msg).__name__  # an object logged as the message: never its repr
+    try:
+        return record.getMessage()
+    except (TypeError, ValueError):  # arguments that do not fit the template: the template alone
+        return record.msg
 
 
 def configure_logging(level: str = "INFO") -> None:

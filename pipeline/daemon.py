@@ -1,9 +1,17 @@
 """Running the Java KCL launcher: its properties file, its process, and a supervisor that restarts it.
 
 `entitlements consume` writes the properties from the settings, passes the settings to the Python
-children through the environment, and keeps the daemon running. A daemon that exits on its own (a child
-crashed, which makes the daemon exit) is restarted with backoff; it resumes from the last checkpoint, under
-the same worker id (`stable_worker_id`), so it takes its own leases back at once, with no leader needed.
+children through the environment, and keeps the daemon running.
+
+Logs (docs/operations/logs.md): the launcher writes KCL's own lines, one JSON object each, to a file of
+their own that it rotates (`log_path`, configured through the `KCL_LOG_*` environment its logback.xml
+reads). The JVM's stderr carries only what the Python children write on theirs, copied line for line by
+the multilang daemon (each line one JSON object, `entitlements._logging`): to `children_log_path`, or,
+when that is None (`consume`), to this process's own stderr, the operator's log stream.
+
+A daemon that exits on its own (a child crashed, which makes the daemon exit) is restarted with backoff;
+it resumes from the last checkpoint, under the same worker id (`stable_worker_id`), so it takes its own
+leases back at once, with no leader needed.
 """
 
 from __future__ import annotations
@@ -73,7 +81,10 @@ class DaemonSpec:
     properties_path: Path
     java_options: tuple[str, ...] = ()
     environment: Mapping[str, str] = field(default_factory=dict)
+    # KCL's own log (JSON lines, rotated by the launcher); None: `kcl.log` beside the properties file.
     log_path: Path | None = None
+    # The JVM's stderr, i.e. the children's log lines; None: this process's stderr.
+    children_log_path: Path | None = None
     # The folder where the children write their shard stats after each commit: a file written there
     # after a start means that run delivered records (the supervisor's backoff resets on it).
     progress_dir: Path | None = None
@@ -106,6 +117,12 @@ class DaemonSpec:
         if aws.endpoint_url is not None:
             # Local stack: nothing may probe the EC2 metadata address.
             env["AWS_EC2_METADATA_DISABLED"] = "true"
+        consumer = settings.consumer
+        env["KCL_LOG_LEVEL"] = consumer.kcl_log_level
+        env["KCL_LOG_MAX_BYTES"] = str(consumer.kcl_log_max_bytes)
+        env["KCL_LOG_BACKUPS"] = str(consumer.kcl_log_backups)
+        # The known-benign lines verified only on the local stack are lowered only there.
+        env["KCL_LOCAL_STACK"] = str(aws.endpoint_url is not None).lower()
         return cls(
             java=settings.consumer.java,
             java_options=tuple(shlex.split(settings.consumer.java_options)),
@@ -113,12 +130,14 @@ class DaemonSpec:
             properties_path=properties_path,
             environment=env,
             log_path=work_dir / f"daemon-{worker_id}.log",
+            children_log_path=work_dir / f"children-{worker_id}.log",
             progress_dir=settings.consumer.state_dir / "stats",
         )
 
 
 class KclDaemon:
-    """One launcher JVM. stdout is discarded (the JVM never writes to it); stderr goes to a log file."""
+    """One launcher JVM. stdout is discarded (the JVM never writes to it); its stderr, the children's log
+    lines, goes to `children_log_path` or to this process's stderr."""
 
     def __init__(self, spec: DaemonSpec) -> None:
         self._spec = spec
@@ -139,11 +158,12 @@ class KclDaemon:
             raise RuntimeError("daemon already running")
         if not self._spec.launcher_jar.exists():
             raise FileNotFoundError(f"launcher jar not built: {self._spec.launcher_jar} (run make setup)")
-        stderr: int | IO[bytes] = subprocess.DEVNULL
-        if self._spec.log_path is not None:
-            fd = os.open(self._spec.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        stderr: IO[bytes] | None = None  # inherited: the children's lines join this process's log
+        if self._spec.children_log_path is not None:
+            fd = os.open(self._spec.children_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             self._log = os.fdopen(fd, "ab")
             stderr = self._log
+        kcl_log = self._spec.log_path or self._spec.properties_path.parent / "kcl.log"
         self._started_ns = time.time_ns()
         self._process = subprocess.Popen(
             [
@@ -156,10 +176,10 @@ class KclDaemon:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
-            env={**os.environ, **self._spec.environment},
+            env={**os.environ, **self._spec.environment, "KCL_LOG_FILE": str(kcl_log)},
             start_new_session=True,  # its own process group, so a kill reaches the Python children too
         )
-        logger.info("daemon started", extra={"pid": self._process.pid})
+        logger.info("daemon started", extra={"pid": self._process.pid, "kcl_log": str(kcl_log)})
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """SIGTERM: the launcher shuts down gracefully and processors checkpoint what they flushed."""

@@ -55,6 +55,8 @@ def consume(
     spec = DaemonSpec.from_settings(
         settings, stream_arn=arn, worker_id=worker, work_dir=settings.consumer.state_dir / "daemon"
     )
+    # The children's log lines join this command's own on stderr; KCL's stay in their file.
+    spec = dataclasses.replace(spec, children_log_path=None)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:

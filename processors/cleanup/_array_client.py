@@ -126,7 +126,9 @@ class HttpArrayClient:
                 after_unanswered=True,
             ) from None
         except ArrayTransientError as failed:
-            logger.info("array delete gave up", extra={"attempts": attempts, "code": failed.code})
+            # Array unreachable or failing (network error, timeout, 429/5xx) past every retry: an
+            # operator must see it (docs/operations/logs.md). Counts and codes only.
+            logger.warning("array delete gave up", extra={"attempts": attempts, "code": failed.code})
             raise ArrayTransientError(
                 failed.code, retry_after=failed.retry_after, attempts=attempts, unanswered=unanswered
             ) from None

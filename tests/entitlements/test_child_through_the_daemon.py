@@ -1,5 +1,5 @@
 """entitlements/child.py started by the real daemon: a refused setting stops the child with the field
-and the rule on its stderr, which the daemon writes to its log, and a secret typed into the wrong place
+and the rule on its stderr (one JSON line, in the children's log), and a secret typed into the wrong place
 (a canary) appears in neither."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.daemon import DaemonSpec, KclDaemon
+from tests.support.daemon_log import child_entries
 from tests.support.kcl import running_consumer
 
 pytestmark = pytest.mark.kcl
@@ -52,10 +53,14 @@ def test_a_mistyped_secret_is_refused_by_field_and_rule_and_never_reaches_the_da
         daemon = KclDaemon(dataclasses.replace(spec, environment={**spec.environment, variable: value}))
         daemon.start()
         consumer.daemons["worker-1"] = daemon
-        assert spec.log_path is not None
+        assert spec.log_path is not None and spec.children_log_path is not None
         deadline = time.monotonic() + 240
-        while refusal not in spec.log_path.read_text(errors="replace") and time.monotonic() < deadline:
+        while not refused(spec.children_log_path, refusal) and time.monotonic() < deadline:
             time.sleep(0.5)
-    log = spec.log_path.read_bytes()
-    assert refusal.encode() in log  # the child started, refused, and the daemon logged what it said
-    assert CANARY.encode() not in log
+    logs = spec.children_log_path.read_bytes() + spec.log_path.read_bytes()
+    assert refused(spec.children_log_path, refusal)  # the child started, refused, and said so on stderr
+    assert CANARY.encode() not in logs
+
+
+def refused(children_log: Path, refusal: str) -> bool:
+    return any(refusal in str(entry.get("reason")) for entry in child_entries(children_log))

@@ -131,3 +131,61 @@ def test_the_consumer_settings_rebuild_from_the_environment_a_child_gets(
     for name, value in settings_environment(settings).items():
         monkeypatch.setenv(name, value)
     assert load_settings().consumer == settings.consumer
+
+
+def test_kcls_own_log_and_the_childrens_lines_are_two_files_in_the_work_folder(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path / "state"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert (spec.log_path, spec.children_log_path) == (
+        tmp_path / "d" / "daemon-w1.log",
+        tmp_path / "d" / "children-w1.log",
+    )
+
+
+def test_the_launcher_gets_the_kcl_logs_level_size_and_backups_from_the_settings(tmp_path: Path) -> None:
+    settings = load_settings(
+        aws={"endpoint_url": "http://127.0.0.1:5000"},
+        consumer={
+            "state_dir": tmp_path,
+            "kcl_log_level": "WARN",
+            "kcl_log_max_bytes": 65536,
+            "kcl_log_backups": 3,
+        },
+    )
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert {name: spec.environment[name] for name in spec.environment if name.startswith("KCL_")} == {
+        "KCL_LOG_LEVEL": "WARN",
+        "KCL_LOG_MAX_BYTES": "65536",
+        "KCL_LOG_BACKUPS": "3",
+        "KCL_LOCAL_STACK": "true",
+    }
+
+
+def test_off_the_local_stack_the_launcher_is_told_so(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert spec.environment["KCL_LOCAL_STACK"] == "false"
+
+
+def _fake_java(tmp_path: Path) -> Path:
+    """A stand-in JVM: says where its KCL log goes, then writes a child's line on stderr."""
+    java = tmp_path / "java"
+    java.write_text(
+        '#!/bin/sh\necho "$KCL_LOG_FILE" > "$(dirname "$0")/kcl-log-file"\necho \'{"msg": "child"}\' >&2\n'
+    )
+    java.chmod(0o700)
+    return java
+
+
+def test_with_no_childrens_log_the_childrens_lines_join_this_processs_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path / "state", "java": str(_fake_java(tmp_path))})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    jar = tmp_path / "launcher.jar"
+    jar.touch()
+    daemon = KclDaemon(dataclasses.replace(spec, launcher_jar=jar, children_log_path=None))
+    daemon.start()
+    daemon.wait()
+    kcl_log = (tmp_path / "kcl-log-file").read_text().strip()
+    assert (capfd.readouterr().err.splitlines(), kcl_log) == (['{"msg": "child"}'], str(spec.log_path))

@@ -1,6 +1,6 @@
-"""Reading what the KCL child logged, from the daemon's log: the daemon forwards each line the child
-writes on stderr (JSON, `entitlements._logging`), as `Received error line from subprocess [<line>]` and
-as the line itself."""
+"""Reading what the KCL children logged: the daemon copies each line a child writes on stderr (one JSON
+object, `entitlements._logging`) to its own stderr, which `DaemonSpec.from_settings` sends to
+`children-<worker>.log` beside KCL's own `daemon-<worker>.log`."""
 
 from __future__ import annotations
 
@@ -9,22 +9,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-_FORWARDED = "Received error line from subprocess ["
+
+def children_log(daemon_log: Path) -> Path:
+    """The children's log beside a worker's KCL log (`daemon-<worker>.log`)."""
+    return daemon_log.with_name(daemon_log.name.replace("daemon-", "children-", 1))
 
 
 def child_entries(log: Path) -> list[dict[str, Any]]:
-    """The child's log entries in the order the daemon logged them, each once."""
+    """The children's log entries in the order they were written, each once. `log` is the children's
+    log, or the worker's KCL log (`daemon-<worker>.log`), beside which it is found."""
+    if log.name.startswith("daemon-"):
+        log = children_log(log)
     entries: list[dict[str, Any]] = []
     if not log.exists():
         return entries
     for line in log.read_text(errors="replace").splitlines():
-        start = line.find(_FORWARDED)
-        if start < 0:
-            continue
-        text = line[start + len(_FORWARDED) :]
-        text = text[: text.rfind("]")] if "]" in text else text
         try:
-            entry = json.loads(text)
+            entry = json.loads(line)
         except ValueError:
             continue
         if isinstance(entry, dict):

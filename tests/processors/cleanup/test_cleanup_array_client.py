@@ -314,3 +314,18 @@ def test_against_the_fake_array_a_delete_then_a_repeat_answers_404(fake_array: F
         with pytest.raises(ErrArrayUserAlreadyDeleted):
             client.delete_user("array-user-1")
     assert [c.status for c in fake_array.calls()] == [200, 404]
+
+
+def test_an_unreachable_array_is_logged_at_warning_with_its_code_and_no_user(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="processors.cleanup")
+    client, _ = _client(_connect_error, max_attempts=2)
+    with pytest.raises(ArrayTransientError):
+        client.delete_user("array-user-canary")
+    [gave_up] = [record for record in caplog.records if record.getMessage() == "array delete gave up"]
+    assert (gave_up.levelno, gave_up.__dict__["code"], "array-user-canary" in caplog.text) == (
+        logging.WARNING,
+        "ConnectError",
+        False,
+    )

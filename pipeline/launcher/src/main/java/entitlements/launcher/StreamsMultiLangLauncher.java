@@ -51,12 +51,25 @@ public final class StreamsMultiLangLauncher {
 
     private StreamsMultiLangLauncher() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         if (args.length != 1) {
-            System.err.println("usage: entitlements-kcl-launcher <launcher.properties>");
+            StderrLine.write("ERROR", "usage: entitlements-kcl-launcher <launcher.properties>", null);
             System.exit(2);
         }
-        LauncherConfig config = LauncherConfig.load(Path.of(args[0]));
+        Thread.setDefaultUncaughtExceptionHandler((thread, failure) ->
+                LOG.error("Uncaught exception in thread {}", thread.getName(), failure));
+        try {
+            run(args[0]);
+        } catch (Throwable failure) {
+            // In the KCL log and, as one JSON line, on stderr (the operator's stream): never a raw trace.
+            LOG.error("The launcher stopped", failure);
+            StderrLine.write("ERROR", "the KCL launcher stopped; see its log (KCL_LOG_FILE)", failure);
+            System.exit(1);
+        }
+    }
+
+    private static void run(String propertiesPath) throws Exception {
+        LauncherConfig config = LauncherConfig.load(Path.of(propertiesPath));
         Region region = Region.of(config.region);
         DefaultCredentialsProvider credentials = DefaultCredentialsProvider.builder().build();
 

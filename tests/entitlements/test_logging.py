@@ -1,0 +1,82 @@
+"""entitlements/_logging.py: the entry points' log, one JSON object per line on stderr."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from entitlements._logging import configure_logging
+
+
+def _lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout is never used (the KCL child's protocol channel)
+    return captured.err.splitlines()
+
+
+def _entries(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _lines(capsys)]
+
+
+def test_a_message_logged_with_arguments_is_rendered_without_placeholders(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging()
+    logging.getLogger("some.library").info("found credentials in %s after %d tries", "env", 2)
+    [entry] = _entries(capsys)
+    assert entry["msg"] == "found credentials in env after 2 tries"
+
+
+def test_each_record_is_one_line_at_its_own_level_even_with_a_newline_in_its_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging()
+    logging.getLogger("pipeline.x").warning("first\nsecond", extra={"count": 3})
+    logging.getLogger("pipeline.x").error("third")
+    entries = _entries(capsys)
+    assert [(e["level"], e["logger"], e["msg"], e.get("count")) for e in entries] == [
+        ("WARNING", "pipeline.x", "first\nsecond", 3),
+        ("ERROR", "pipeline.x", "third", None),
+    ]
+
+
+def test_an_exception_is_named_by_its_class_never_its_message(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging()
+    try:
+        raise KeyError("user-canary-42")
+    except KeyError:
+        logging.getLogger("pipeline.x").exception("lookup failed")
+    [line] = _lines(capsys)
+    assert (json.loads(line)["exception"], "user-canary-42" in line, "Traceback" in line) == (
+        "KeyError",
+        False,
+        False,
+    )
+
+
+def test_arguments_that_do_not_fit_the_template_leave_the_template(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging()
+    template = "%s and %s"  # a library's mistake: its template wants more arguments than it passed
+    logging.getLogger("some.library").info(template, "only one")
+    [entry] = _entries(capsys)
+    assert entry["msg"] == template
+
+
+def test_an_object_logged_as_the_message_is_named_by_its_type_never_its_repr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging()
+    logging.getLogger("some.library").info({"userId": "user-canary-42"})
+    [line] = _lines(capsys)
+    assert (json.loads(line)["msg"], "user-canary-42" in line) == ("dict", False)
+
+
+def test_a_level_below_the_configured_one_is_not_written(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("WARNING")
+    logging.getLogger("pipeline.x").info("quiet")
+    assert _lines(capsys) == []
