@@ -1,0 +1,106 @@
+"""telemetry/_figures.py: what the instrumented pieces count (read from this process's registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+import telemetry
+from processors.cleanup._procedure import make_outcome
+from processors.cleanup._work import CleanupWork
+from processors.cleanup.retry_worker import RetryWorker
+from schema.outcomes import OutcomeKind
+from tests.pipeline._consumer_fakes import STREAM, Recorder, make_consumer, records
+from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def change(names: dict[str, tuple[str, dict[str, str]]], act: Callable[[], None]) -> dict[str, float]:
+    before = {key: sample(name, **labels) for key, (name, labels) in names.items()}
+    act()
+    return {key: sample(name, **labels) - before[key] for key, (name, labels) in names.items()}
+
+
+def test_a_committed_window_counts_its_records_quarantined_dead_lettered_checkpoint_and_flush(
+    tmp_path: Path,
+) -> None:
+    consumer = make_consumer(tmp_path, Recorder("figures-a"), every=3)
+    counted = change(
+        {
+            "records": ("entitlements_consumer_records_total", {}),
+            "quarantined": ("entitlements_consumer_quarantined_records_total", {}),
+            "dead": ("entitlements_consumer_dead_lettered_records_total", {"handler": "figures-a"}),
+            "checkpoints": ("entitlements_consumer_checkpoints_total", {}),
+            "flushes": ("entitlements_consumer_flush_duration_seconds_count", {"handler": "figures-a"}),
+        },
+        lambda: consumer.process(records("e1", "bad-bytes", "poison-1"), lambda seq: None),
+    )
+    assert counted == {"records": 3, "quarantined": 1, "dead": 1, "checkpoints": 1, "flushes": 1}
+
+
+def test_a_window_a_handler_cannot_flush_counts_one_parked_batch_of_its_records(tmp_path: Path) -> None:
+    consumer = make_consumer(tmp_path, Recorder("figures-b", failures=[OSError("gone")]), every=2)
+    counted = change(
+        {
+            "batches": ("entitlements_consumer_parked_batches_total", {"handler": "figures-b"}),
+            "records": ("entitlements_consumer_parked_records_total", {"handler": "figures-b"}),
+        },
+        lambda: consumer.process(records("e1", "e2"), lambda seq: None),
+    )
+    assert counted == {"batches": 1, "records": 2}
+
+
+def test_every_cleanup_outcome_made_is_counted_by_its_kind() -> None:
+    work = CleanupWork(
+        user_id="u1",
+        array_account_id="a1",
+        cleanup_kind="STALE",
+        source_event_id="e1",
+        source_stream_arn=STREAM,
+        source_shard_id="shardId-1",
+        source_sequence_number="100",
+    )
+    counted = change(
+        {"deleted": ("entitlements_cleanup_outcomes_total", {"kind": OutcomeKind.CLEANUP_DELETED.value})},
+        lambda: make_outcome(FixedClock(), work, OutcomeKind.CLEANUP_DELETED),
+    )
+    assert counted == {"deleted": 1}
+
+
+class _QueueAttributes:
+    def get_queue_attributes(self, **kwargs: Any) -> Any:
+        return {
+            "Attributes": {
+                "ApproximateNumberOfMessages": "2",
+                "ApproximateNumberOfMessagesNotVisible": "1",
+                "ApproximateNumberOfMessagesDelayed": "4",
+            }
+        }
+
+
+def test_the_retry_queue_depth_measured_by_the_worker_is_published() -> None:
+    worker = RetryWorker(
+        sqs=_QueueAttributes(),  # type: ignore[arg-type]
+        dynamodb=None,  # type: ignore[arg-type]
+        array=None,  # type: ignore[arg-type]
+        table_name="t",
+        queue_url="http://127.0.0.1:1/q",
+        sink=ListSink(),
+        clock=FixedClock(),
+    )
+    worker.queue_depth()
+    assert sample("entitlements_cleanup_retry_queue_depth") == 7
+
+
+def test_an_erasure_answer_is_counted_by_its_type_and_what_it_says() -> None:
+    counted = change(
+        {"ack": ("entitlements_erasure_answers_total", {"answer": "ACK/NOT_APPLICABLE"})},
+        lambda: telemetry.erasure_answer("erasure/ACK", "NOT_APPLICABLE"),
+    )
+    assert counted == {"ack": 1}
