@@ -1,13 +1,16 @@
 """The lake's SQL views on a DuckDB connection.
 
-The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same files work
-from the DuckDB CLI (`analytics/sql/all.sql`, after `variables_sql`'s statements). The lake's tables are
-Delta tables: delta-rs resolves each table's current version to its data files, and DuckDB (2.0, its
-own Parquet reader: no extension) reads those files, named in the variables `changes_files`,
-`outcomes_files` and `state_files`. They read with `union_by_name` (files written under older schemas
-lose no column) and
-hide every user in the `erased_users` table: the lake's erasure mask (`analytics/lake/_mask.py`), read on
-every connection, plus any a caller adds.
+The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same statements work
+in the DuckDB CLI, from any folder: `cli_script` (`entitlements lake views`) prints them whole, with the
+variables, COMMENTs and mask. The lake's tables are Delta tables: delta-rs resolves each table's current
+version to its data files, and DuckDB (its own Parquet reader: no extension) reads those files, named in
+the variables `changes_files`, `outcomes_files` and `state_files`. They read with `union_by_name` (files
+written under older schemas lose no column) and hide every user in the `erased_users` table: the lake's
+erasure mask (`analytics/lake/_mask.py`), read on every connection, plus any a caller adds. Every view
+and column carries a COMMENT from schema/lake.md ("Column meanings").
+
+Reads only: no view creation writes to the lake, a lake with no data raises `LakeMissing`, and
+`as_of` (stream time) shows every view as the log stood then (`NoDataAsOf` before its first change).
 
 Views (columns in schema/lake.md):
 - raw_changes, raw_outcomes: every landed row, replays included (lake health only)
@@ -29,6 +32,9 @@ from __future__ import annotations
 
 __all__ = [
     "VIEW_NAMES",
+    "cli_script",
+    "column_comment",
+    "comment_statements",
     "connect",
     "create_views",
     "read_only_statement",
@@ -36,6 +42,7 @@ __all__ = [
     "set_mask",
     "sql_files",
     "variables_sql",
+    "view_comments",
     "views_read_by",
 ]
 
@@ -43,6 +50,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +63,7 @@ from analytics.lake._errors import QueryFailed, QueryRefused
 from analytics.lake._files import TABLES, anchor_file
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, fold_sql
-from analytics.lake._mask import read_mask
+from analytics.lake._mask import MASK_PATH, read_mask
 from analytics.lake._read import require_as_of, require_data
 from analytics.lake._schema import (
     CHANGES,
@@ -279,11 +287,103 @@ def create_views(
     con.execute(f"SET VARIABLE lake_root = {literal(lake.uri)}")
     for name, files in variables.items():
         con.execute(f"SET VARIABLE {name} = {path_list_literal(files)}")
+    made: set[str] = set()
     for created, _, text in _definitions():
         if created and wanted is not None and not created & wanted:
             continue
         con.execute(next((replaced[name] for name in created if name in replaced), text))
+        made |= created
+    for statement in comment_statements(con, made):
+        con.execute(statement)
     set_mask(con, read_mask(lake) | frozenset(mask))
+
+
+@cache
+def view_comments() -> tuple[dict[str, str], dict[str, str]]:
+    """(view -> its COMMENT, column or `view.column` -> its COMMENT), read from schema/lake.md: the
+    views table ("one row per") and the "Column meanings" table."""
+    text = (resources.files("schema") / "lake.md").read_text(encoding="utf-8")
+    views: dict[str, str] = {}
+    columns: dict[str, str] = {}
+    table: str | None = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            table = None
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[:2] == ["view", "one row per"]:
+            table = "views"
+        elif cells[:2] == ["column", "meaning"]:
+            table = "columns"
+        elif table == "views" and len(cells) >= 2 and not set(cells[0]) <= {"-", " "}:
+            names = [n.strip() for n in cells[0].split("/")]
+            rows = [r.strip() for r in cells[1].split("/")] if len(names) > 1 else [cells[1]]
+            for name, row in zip(names, rows if len(rows) == len(names) else rows * len(names), strict=False):
+                views[name] = f"One row per {row}. Columns: schema/lake.md."
+        elif table == "columns" and len(cells) >= 2 and not set(cells[0]) <= {"-", " "}:
+            columns[cells[0].strip("`")] = cells[1]
+    return views, columns
+
+
+def column_comment(view: str, column: str) -> str | None:
+    """The COMMENT of `view.column` (schema/lake.md), None when the file has none."""
+    _, columns = view_comments()
+    for key in (f"{view}.{column}", column):
+        if key in columns:
+            return columns[key]
+    for prefix, image in (("old_", "before"), ("new_", "after")):
+        base = column.removeprefix(prefix)
+        if column.startswith(prefix) and base in columns:
+            return f"in the item's image {image} the change: {columns[base]}"
+    return None
+
+
+def comment_statements(con: Any, views: Iterable[str]) -> list[str]:
+    """COMMENT ON VIEW / COLUMN statements for `views` as created on `con` (their columns as bound)."""
+    wanted = sorted(set(views))
+    if not wanted:
+        return []
+    view_texts, _ = view_comments()
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN "  # noqa: S608
+        f"({', '.join(literal(v) for v in wanted)}) ORDER BY table_name, column_index"
+    ).fetchall()
+    statements = [f"COMMENT ON VIEW {v} IS {literal(view_texts[v])};" for v in wanted if v in view_texts]
+    for view, column in rows:
+        comment = column_comment(str(view), str(column))
+        if comment is not None:
+            statements.append(f'COMMENT ON COLUMN {view}."{column}" IS {literal(comment)};')
+    return statements
+
+
+def cli_script(lake: Lake, *, include: Iterable[Path] = (), allow_list: AllowList | None = None) -> str:
+    """A self-contained DuckDB script for the DuckDB CLI, from any folder, on a local lake: the variables
+    naming the tables' current files, every view (and the files in `include`, e.g. the mining helper
+    views), their COMMENTs, and the lake's erasure mask read from the lake itself. Raises `LakeMissing`
+    on a lake with no data. `entitlements lake views` prints it."""
+    allow = allow_list or default_allow_list()
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        create_views(con, lake, allow_list=allow)
+        comments = comment_statements(con, VIEW_NAMES)
+    finally:
+        con.close()
+    parts = [
+        f"-- The lake's views over {lake.uri} (entitlements lake views). Tables' files as of now: rerun to",
+        "-- see later commits. Columns and time axes: schema/lake.md (and the COMMENTs: duckdb_columns()).",
+        "SET TimeZone = 'UTC';",
+        f"SET VARIABLE lake_root = {literal(lake.uri)};",
+        variables_sql(lake, allow),
+        *(text.strip() for _, _, text in _definitions()),
+        *(path.read_text(encoding="utf-8").strip() for path in include),
+        *comments,
+    ]
+    if read_mask(lake):
+        mask = literal(lake.uri_for(MASK_PATH))
+        hide = f"INSERT INTO erased_users SELECT unnest(user_ids) FROM read_json({mask});"  # noqa: S608
+        parts.extend(["-- Users an erasure is removing: every view hides them.", hide])
+    return "\n".join(parts) + "\n"
 
 
 def connect(

@@ -1,11 +1,12 @@
 -- array_accounts: one row per Array account id named by an entitlement row or a cleanup record, ever:
--- who it belongs to, its row's status now, its cleanup now and in the past, and the latest outcome.
+-- who it belongs to, its row's status now, its cleanup record now and in the past, and what the cleanup
+-- did at Array. Column meanings (and the views' COMMENTs): schema/lake.md, "Column meanings".
 CREATE OR REPLACE VIEW array_accounts AS
 WITH linked AS (
     SELECT
         array_account_id,
         min(user_id) AS user_id,
-        count(DISTINCT user_id) AS users,
+        count(DISTINCT user_id) AS user_count,
         min(valid_from) AS first_linked_at
     FROM entitlement_history
     WHERE array_account_id IS NOT NULL
@@ -21,15 +22,18 @@ scheduled AS (
     SELECT
         array_account_id,
         min(user_id) AS user_id,
-        min(valid_from) FILTER (WHERE NOT deleted) AS first_scheduled_at,
-        min(valid_from) FILTER (WHERE deleted AND ttl_deletion) AS expired_at,
-        min(valid_from) FILTER (WHERE deleted AND NOT ttl_deletion) AS cancelled_at
+        min(valid_from) FILTER (WHERE NOT deleted) AS cleanup_first_scheduled_at,
+        min(valid_from) FILTER (WHERE deleted AND ttl_deletion) AS cleanup_expired_at,
+        min(valid_from) FILTER (WHERE deleted AND NOT ttl_deletion) AS cleanup_cancelled_at
     FROM cleanup_record_history
     WHERE array_account_id IS NOT NULL
     GROUP BY array_account_id
 ),
 pending AS (
-    SELECT array_account_id, min(cleanup_kind) AS pending_cleanup_kind, min(expires_at) AS expires_at
+    SELECT
+        array_account_id,
+        min(cleanup_kind) AS pending_cleanup_kind,
+        min(expires_at) AS pending_cleanup_expires_at
     FROM cleanup_records
     WHERE array_account_id IS NOT NULL
     GROUP BY array_account_id
@@ -39,7 +43,9 @@ results AS (
         array_account_id,
         arg_max(kind, occurred_at) AS last_outcome,
         max(occurred_at) AS last_outcome_at,
-        bool_or(kind IN ('cleanup.deleted', 'cleanup.already_deleted')) AS deleted_at_array
+        bool_or(kind IN ('cleanup.deleted', 'cleanup.already_deleted')) AS array_account_deleted,
+        min(occurred_at) FILTER (WHERE kind IN ('cleanup.deleted', 'cleanup.already_deleted'))
+            AS array_account_deleted_at
     FROM outcomes
     WHERE array_account_id IS NOT NULL
     GROUP BY array_account_id
@@ -52,18 +58,19 @@ accounts AS (
 SELECT
     accounts.array_account_id,
     coalesce(linked.user_id, scheduled.user_id) AS user_id,
-    coalesce(linked.users, 0) AS users,
+    coalesce(linked.user_count, 0) AS user_count,
     linked.first_linked_at,
     rows_now.entitlement_status,
     coalesce(rows_now.entitlement_rows, 0) AS entitlement_rows,
     pending.pending_cleanup_kind,
-    pending.expires_at,
-    scheduled.first_scheduled_at,
-    scheduled.expired_at,
-    scheduled.cancelled_at,
+    pending.pending_cleanup_expires_at,
+    scheduled.cleanup_first_scheduled_at,
+    scheduled.cleanup_expired_at,
+    scheduled.cleanup_cancelled_at,
     results.last_outcome,
     results.last_outcome_at,
-    coalesce(results.deleted_at_array, false) AS deleted_at_array
+    coalesce(results.array_account_deleted, false) AS array_account_deleted,
+    results.array_account_deleted_at
 FROM accounts
 LEFT JOIN linked USING (array_account_id)
 LEFT JOIN rows_now USING (array_account_id)

@@ -1,14 +1,22 @@
-"""`entitlements lake migrate` and `entitlements lake files`: the lake's Delta tables from the CLI."""
+"""`entitlements lake migrate`, `entitlements lake files` and `entitlements lake views`: the lake's Delta
+tables from the CLI, and the script that opens its views in the DuckDB CLI from any folder:
+
+    duckdb -c "$(entitlements lake views)" -c "FROM entitlements"
+    entitlements lake views --include mining > lake.sql && duckdb -init lake.sql
+"""
 
 from __future__ import annotations
 
 __all__ = ["app"]
 
+from enum import StrEnum
+from typing import Annotated
+
 import typer
 
 from analytics.lake import lake_from_settings
 from analytics.lake.migrate import migrate, old_format_files
-from analytics.views import variables_sql
+from analytics.views import SQL_DIR, cli_script, variables_sql
 from config import load_settings
 from entitlements._logging import configure_logging
 
@@ -36,7 +44,33 @@ def migrate_command() -> None:
 
 @app.command("files")
 def files_command() -> None:
-    """Print the SET VARIABLE statements naming the tables' current files, for the DuckDB CLI:
-    duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" -c "FROM entitlements"."""
+    """Print the SET VARIABLE statements naming the tables' current files (what `lake views` starts
+    with), for a DuckDB session that defines its own views over them."""
     configure_logging("WARNING")
     typer.echo(variables_sql(lake_from_settings(load_settings(), create=False)))
+
+
+class Include(StrEnum):
+    MINING = "mining"
+    AUDITS = "audits"
+
+
+_INCLUDED = {
+    Include.MINING: SQL_DIR / "mining" / "_base.sql",
+    Include.AUDITS: SQL_DIR / "audits" / "_parameters.sql",
+}
+
+
+@app.command("views")
+def views_command(
+    include: Annotated[
+        list[Include] | None,
+        typer.Option("--include", help="Also the mining reports' helper views or the audits' parameters."),
+    ] = None,
+) -> None:
+    """Print a DuckDB script that opens the lake's views (with their COMMENTs and the erasure mask) in
+    the DuckDB CLI, from any folder: duckdb -c "$(entitlements lake views)" -c "FROM entitlements".
+    The tables' files are those current now: print it again to see later commits."""
+    configure_logging("WARNING")
+    lake = lake_from_settings(load_settings(), create=False)
+    typer.echo(cli_script(lake, include=[_INCLUDED[i] for i in include or []]), nl=False)

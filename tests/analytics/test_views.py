@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -22,13 +21,12 @@ from analytics.lake._files import ensure_layout
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
 from analytics.views import (
-    SQL_DIR,
     VIEW_NAMES,
+    cli_script,
     connect,
     create_views,
     set_mask,
-    sql_files,
-    variables_sql,
+    view_comments,
     views_read_by,
 )
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
@@ -65,12 +63,6 @@ def test_a_read_of_a_missing_lake_folder_raises_before_creating_it(tmp_path: Pat
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_the_cli_loader_reads_every_numbered_file_in_order() -> None:
-    loader = (SQL_DIR / "all.sql").read_text()
-    listed = re.findall(r"^\.read analytics/sql/(\S+)$", loader, flags=re.MULTILINE)
-    assert listed == [p.name for p in sql_files()]
-
-
 def test_the_views_carry_every_allow_listed_image_column(landed: Lake) -> None:
     con = connect(landed)
     columns = {row[0] for row in con.execute("DESCRIBE item_versions").fetchall()}
@@ -85,26 +77,70 @@ def duckdb_cli() -> str:
     return found
 
 
-def test_the_duckdb_cli_reads_the_views_on_a_local_lake(lake: Lake, history: TableSim) -> None:
-    _land(lake, history)
+def _duckdb_cli(script: str, query: str, cwd: Path) -> list[str]:
     result = subprocess.run(
-        [
-            duckdb_cli(),
-            "-csv",
-            "-c",
-            variables_sql(lake),
-            "-c",
-            ".read analytics/sql/all.sql",
-            "-c",
-            "SELECT count(*) FROM changes",
-        ],
-        cwd=REPO,
+        [duckdb_cli(), "-csv", "-noheader", "-c", script, "-c", query],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    assert result.stdout.strip().splitlines()[-1] == str(len(history.events))
+    return result.stdout.strip().splitlines()
+
+
+_VIEW_COLUMNS = (
+    "SELECT table_name, column_name, comment FROM duckdb_columns() "
+    "WHERE table_name IN (SELECT view_name FROM duckdb_views() WHERE NOT internal)"
+)
+
+
+def test_the_duckdb_cli_reads_the_views_from_any_folder(
+    lake: Lake, history: TableSim, tmp_path: Path
+) -> None:
+    _land(lake, history)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    counted = _duckdb_cli(cli_script(lake), "SELECT count(*) FROM changes", elsewhere)
+    assert counted == [str(len(history.events))]
+
+
+def test_the_duckdb_cli_sees_every_comment(landed: Lake, tmp_path: Path) -> None:
+    query = f"SELECT count(*) FROM ({_VIEW_COLUMNS}) WHERE comment IS NULL"
+    assert _duckdb_cli(cli_script(landed), query, tmp_path) == ["0"]
+
+
+def test_the_duckdb_cli_hides_the_users_masked_in_the_lake(landed: Lake, tmp_path: Path) -> None:
+    write_mask(landed, ["u001"])
+    query = "SELECT count(*) FROM changes WHERE user_id = 'u001'"
+    assert _duckdb_cli(cli_script(landed), query, tmp_path) == ["0"]
+
+
+def test_every_view_and_every_column_carries_a_comment_from_the_lake_doc(landed: Lake) -> None:
+    con = connect(landed)
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal AND comment IS NULL")
+    columns = con.execute(f"SELECT table_name, column_name FROM ({_VIEW_COLUMNS}) WHERE comment IS NULL")
+    assert views.fetchall() == [] and columns.fetchall() == []
+
+
+def test_the_comments_are_the_lake_docs_words(landed: Lake) -> None:
+    con = connect(landed, views=["array_accounts"])
+    comment = con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE table_name = 'array_accounts' "
+        "AND column_name = 'cleanup_cancelled_at'"
+    ).fetchall()
+    assert comment == [(view_comments()[1]["array_accounts.cleanup_cancelled_at"],)]
+
+
+def test_the_lake_doc_explains_no_column_that_no_view_holds(landed: Lake) -> None:
+    held = {(str(v), str(c)) for v, c, _ in connect(landed).execute(_VIEW_COLUMNS).fetchall()}
+    names = {column for _, column in held}
+    stale = [
+        key
+        for key in view_comments()[1]
+        if (tuple(key.split(".", 1)) not in held if "." in key else key not in names)
+    ]
+    assert stale == []
 
 
 def test_changes_hold_each_event_once_even_when_files_repeat_it(lake: Lake, history: TableSim) -> None:
@@ -160,9 +196,9 @@ def test_users_and_array_accounts_summarise_the_table(lake: Lake, history: Table
     users = con.execute("SELECT count(*), sum(entitlement_rows) FROM users").fetchall()[0]
     assert users[0] == len({e.user_id for e in history.events})
     assert users[1] == con.execute("SELECT count(*) FROM entitlements").fetchall()[0][0]
-    deleted = con.execute("SELECT count(*) FROM array_accounts WHERE deleted_at_array").fetchall()[0][0]
+    deleted = con.execute("SELECT count(*) FROM array_accounts WHERE array_account_deleted").fetchall()[0][0]
     assert deleted == len({o.array_account_id for o in history.outcomes})
-    assert con.execute("SELECT max(users) FROM array_accounts").fetchall() == [(1,)]
+    assert con.execute("SELECT max(user_count) FROM array_accounts").fetchall() == [(1,)]
 
 
 def test_the_mask_hides_erased_users_from_every_view(lake: Lake, history: TableSim) -> None:

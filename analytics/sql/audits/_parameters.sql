@@ -1,6 +1,6 @@
--- The audits' inputs, for running an audit by hand from the DuckDB CLI after analytics/sql/all.sql:
---   duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" \
---          -c ".read analytics/sql/audits/_parameters.sql" -c ".read analytics/sql/audits/duplicate_active_rows.sql"
+-- The audits' inputs, for running an audit by hand from the DuckDB CLI, in any folder (the check's file
+-- by its path):
+--   duckdb -c "$(entitlements lake views --include audits)" -c ".read <path>/analytics/sql/audits/duplicate_active_rows.sql"
 -- Python (analytics.audits.run_audits) sets the same variables from config.PolicySettings,
 -- analytics/audits/defaults.toml and schema/ (tests keep these defaults equal to them).
 SET VARIABLE audit_as_of = NULL::TIMESTAMPTZ;                -- NULL: the end of the log (latest stream time)

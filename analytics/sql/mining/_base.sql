@@ -1,7 +1,6 @@
--- Helper views the mining reports share (run after analytics/sql/all.sql and before any report; the
--- Python runner does it). From the DuckDB CLI:
---   duckdb -c "$(entitlements lake files)" -c ".read analytics/sql/all.sql" \
---          -c ".read analytics/sql/mining/_base.sql" -c ".read analytics/sql/mining/daily_activity.sql"
+-- Helper views the mining reports share (run after the lake's views and before any report; the
+-- Python runner does it). From the DuckDB CLI, in any folder (the report's file by its path):
+--   duckdb -c "$(entitlements lake views --include mining)" -c ".read <path>/analytics/sql/mining/daily_activity.sql"
 -- Time axis: `business_at` is business time (the row's updatedAt as the service wrote it), falling back to the
 -- stream's creation time where a version has none (a removal's image, an unparseable value).
 SET VARIABLE mine_cleanup_ttl_days = coalesce(getvariable('mine_cleanup_ttl_days'), 63);
