@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+import telemetry
 from schema.errors import EntitlementsError, RetryableError
 from service.arraylink import link_and_record
 from service.errors import ServiceRefusal, ServiceUnavailableError
@@ -137,6 +138,7 @@ def create_app(parts: ServiceParts) -> FastAPI:
         lifespan=lifespan,
         responses=_REFUSALS,
     )
+    app.add_middleware(telemetry.RequestFigures)  # requests by route template and status
 
     @app.exception_handler(EntitlementsError)
     async def refused(_: Request, error: EntitlementsError) -> JSONResponse:

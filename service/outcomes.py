@@ -15,6 +15,7 @@ import threading
 from datetime import datetime
 from typing import Protocol
 
+import telemetry
 from pipeline.clock import Clock
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 
@@ -83,6 +84,7 @@ class OutcomeRecorder:
         with self._lock:
             self._buffer.append(outcome)
             self.counts[outcome.kind.value] = self.counts.get(outcome.kind.value, 0) + 1
+            telemetry.service_outcome(outcome.kind.value)
             if outcome.detail is not None:
                 key = f"{outcome.kind.value}:{outcome.detail}"
                 self.detail_counts[key] = self.detail_counts.get(key, 0) + 1

@@ -22,6 +22,7 @@ __all__ = [
     "Figure",
     "MetricsEndpoint",
     "MetricsEndpointError",
+    "RequestFigures",
     "checkpointed",
     "cleanup_outcome",
     "dead_lettered",
@@ -36,6 +37,8 @@ __all__ = [
     "retry_queue_depth",
     "running_metrics",
     "serve",
+    "service_outcome",
+    "service_request",
 ]
 
 from collections.abc import Iterator
@@ -43,6 +46,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from telemetry import _emf
+from telemetry._asgi import RequestFigures
 from telemetry._emf import EmfPublisher, EmfSinkError
 from telemetry._figures import (
     FIGURES,
@@ -58,6 +62,8 @@ from telemetry._figures import (
     quarantined,
     records_taken,
     retry_queue_depth,
+    service_outcome,
+    service_request,
 )
 from telemetry._presence import ConsumerAlreadyRunning, ConsumerPresence
 from telemetry._prometheus import ChildrenFigures, MetricsEndpoint, MetricsEndpointError, serve

@@ -6,7 +6,8 @@ CloudWatch agent tails it) and/or the CloudWatch agent's EMF socket (`udp://` or
 stdout: in a KCL child stdout is the protocol channel. Powertools' own printing path (`flush_metrics`,
 and `add_metric` at its 100-value limit) is never reached: a document is given at most 99 values.
 
-A document per dimension set: `Process` always, plus the figure's own (`Handler`, `Kind`, `Type`).
+A document per dimension set: `Process` always, plus the figure's own (`Handler`, `Kind`, `Answer`,
+`Route` and `Status`).
 Counters carry what happened since the previous document (0 once a figure has been seen, so an alarm
 sees a steady series), gauges their last value, durations every value observed.
 """
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 # Powertools prints a document to stdout when one metric reaches 100 values: stay below it.
 _MAX_VALUES = 99
 
-_Key = tuple["Figure", str | None]
+_Key = tuple["Figure", tuple[str, ...]]
 
 
 class EmfSinkError(TerminalError):
@@ -164,18 +165,18 @@ class EmfPublisher:
 
     # -- recording ---------------------------------------------------------------------------------
 
-    def count(self, figure: Figure, amount: float, label: str | None) -> None:
+    def count(self, figure: Figure, amount: float, labels: tuple[str, ...]) -> None:
         with self._lock:
             counts = self._buffer.counts
-            counts[figure, label] = counts.get((figure, label), 0.0) + amount
+            counts[figure, labels] = counts.get((figure, labels), 0.0) + amount
 
-    def gauge(self, figure: Figure, amount: float, label: str | None) -> None:
+    def gauge(self, figure: Figure, amount: float, labels: tuple[str, ...]) -> None:
         with self._lock:
-            self._buffer.gauges[figure, label] = amount
+            self._buffer.gauges[figure, labels] = amount
 
-    def value(self, figure: Figure, amount: float, label: str | None) -> None:
+    def value(self, figure: Figure, amount: float, labels: tuple[str, ...]) -> None:
         with self._lock:
-            self._buffer.values.setdefault((figure, label), []).append(amount)
+            self._buffer.values.setdefault((figure, labels), []).append(amount)
 
     # -- publishing --------------------------------------------------------------------------------
 
@@ -208,17 +209,19 @@ class EmfPublisher:
             AmazonCloudWatchEMFProvider,
         )
 
-        groups: dict[tuple[str | None, str | None], list[tuple[Figure, list[float]]]] = {}
-        for (figure, label), amount in [*counts.items(), *gauges.items()]:
-            groups.setdefault((figure.dimension, label), []).append((figure, [amount]))
-        for (figure, label), observed in values.items():
-            groups.setdefault((figure.dimension, label), []).append((figure, observed))
-        for (dimension, label), members in groups.items():
+        groups: dict[tuple[tuple[str, str], ...], list[tuple[Figure, list[float]]]] = {}
+        for (figure, labels), amount in [*counts.items(), *gauges.items()]:
+            dimensions = tuple(zip(figure.dimensions, labels, strict=True))
+            groups.setdefault(dimensions, []).append((figure, [amount]))
+        for (figure, labels), observed in values.items():
+            dimensions = tuple(zip(figure.dimensions, labels, strict=True))
+            groups.setdefault(dimensions, []).append((figure, observed))
+        for dimensions, members in groups.items():
             for chunk in _chunks(members):
                 provider = AmazonCloudWatchEMFProvider(namespace=self._namespace)
                 provider.add_dimension(name="Process", value=self._process)
-                if dimension is not None and label is not None:
-                    provider.add_dimension(name=dimension, value=label)
+                for name, label in dimensions:
+                    provider.add_dimension(name=name, value=label)
                 if self._clock_ms is not None:
                     provider.set_timestamp(self._clock_ms())
                 for figure, amounts in chunk:
@@ -245,16 +248,16 @@ def install(publisher: EmfPublisher | None) -> None:
     _publisher = publisher
 
 
-def count(figure: Figure, amount: float, label: str | None = None) -> None:
+def count(figure: Figure, amount: float, labels: tuple[str, ...] = ()) -> None:
     if _publisher is not None:
-        _publisher.count(figure, amount, label)
+        _publisher.count(figure, amount, labels)
 
 
-def gauge(figure: Figure, amount: float, label: str | None = None) -> None:
+def gauge(figure: Figure, amount: float, labels: tuple[str, ...] = ()) -> None:
     if _publisher is not None:
-        _publisher.gauge(figure, amount, label)
+        _publisher.gauge(figure, amount, labels)
 
 
-def value(figure: Figure, amount: float, label: str | None = None) -> None:
+def value(figure: Figure, amount: float, labels: tuple[str, ...] = ()) -> None:
     if _publisher is not None:
-        _publisher.value(figure, amount, label)
+        _publisher.value(figure, amount, labels)

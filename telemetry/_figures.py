@@ -22,6 +22,9 @@ __all__ = [
     "QUARANTINED",
     "RECORDS",
     "RETRY_QUEUE_DEPTH",
+    "SERVICE_OUTCOMES",
+    "SERVICE_REQUESTS",
+    "SERVICE_REQUEST_DURATION",
     "Figure",
     "checkpointed",
     "cleanup_outcome",
@@ -34,6 +37,8 @@ __all__ = [
     "quarantined",
     "records_taken",
     "retry_queue_depth",
+    "service_outcome",
+    "service_request",
 ]
 
 from dataclasses import dataclass
@@ -46,12 +51,13 @@ from telemetry import _emf
 @dataclass(frozen=True, slots=True)
 class Figure:
     """One figure: its Prometheus name (counters gain `_total` in the exposition), its EMF metric name
-    and unit, the EMF dimension its label becomes (if it has one), and what it counts."""
+    and unit, the EMF dimensions its labels become (a label is the dimension's name in lower case), and
+    what it counts."""
 
     prometheus: str
     emf: str
     unit: str
-    dimension: str | None
+    dimensions: tuple[str, ...]
     help: str
 
 
@@ -59,14 +65,14 @@ RECORDS = Figure(
     "entitlements_consumer_records",
     "Records",
     "Count",
-    None,
+    (),
     "Stream records taken by the consumer's children (quarantined ones included).",
 )
 ITERATOR_AGE = Figure(
     "entitlements_consumer_iterator_age_seconds",
     "IteratorAge",
     "Milliseconds",
-    None,
+    (),
     "Age of the newest record taken (now minus its creation time): how far behind the stream the "
     "consumer is (the highest of the live children).",
 )
@@ -74,49 +80,49 @@ QUARANTINED = Figure(
     "entitlements_consumer_quarantined_records",
     "Quarantined",
     "Count",
-    None,
+    (),
     "Records that could not be decoded, kept in the quarantine.",
 )
 DEAD_LETTERED = Figure(
     "entitlements_consumer_dead_lettered_records",
     "DeadLettered",
     "Count",
-    "Handler",
+    ("Handler",),
     "Records a handler refused for their own content, kept in the dead-letter store.",
 )
 PARKED_RECORDS = Figure(
     "entitlements_consumer_parked_records",
     "ParkedRecords",
     "Count",
-    "Handler",
+    ("Handler",),
     "Records a handler could not finish, parked for `entitlements replay-parked`.",
 )
 PARKED_BATCHES = Figure(
     "entitlements_consumer_parked_batches",
     "ParkedBatches",
     "Count",
-    "Handler",
+    ("Handler",),
     "Parked batches (one per handler and window that could not finish).",
 )
 CHECKPOINTS = Figure(
     "entitlements_consumer_checkpoints",
     "Checkpoints",
     "Count",
-    None,
+    (),
     "Checkpoints taken (after every handler flushed or parked its window).",
 )
 FLUSH_DURATION = Figure(
     "entitlements_consumer_flush_duration_seconds",
     "FlushDuration",
     "Milliseconds",
-    "Handler",
+    ("Handler",),
     "Time one handler's flush of a window took, its retries included.",
 )
 CLEANUP_OUTCOMES = Figure(
     "entitlements_cleanup_outcomes",
     "CleanupOutcomes",
     "Count",
-    "Kind",
+    ("Kind",),
     "Cleanup outcomes by kind (cleanup.deleted, cleanup.parked, ...), from the consumer and the retry "
     "worker.",
 )
@@ -124,22 +130,44 @@ RETRY_QUEUE_DEPTH = Figure(
     "entitlements_cleanup_retry_queue_depth",
     "RetryQueueDepth",
     "Count",
-    None,
+    (),
     "Messages on the cleanup retry queue (visible, in flight and delayed), as last measured.",
 )
 ERASURE_NOT_APPLICABLE = Figure(
     "entitlements_erasure_not_applicable",
     "ErasureNotApplicable",
     "Count",
-    None,
+    (),
     "Erasure requests answered NOT_APPLICABLE (a pair or request this store does not implement).",
 )
 ERASURE_ANSWERS = Figure(
     "entitlements_erasure_answers",
     "ErasureAnswers",
     "Count",
-    "Answer",
+    ("Answer",),
     "Erasure answers sent, by type and answer (ACK/DONE, ACK/NOT_APPLICABLE, HOLDINGS/HOLDS_NONE, ...).",
+)
+
+SERVICE_REQUESTS = Figure(
+    "entitlements_service_requests",
+    "ServiceRequests",
+    "Count",
+    ("Route", "Status"),
+    "HTTP requests the service answered, by route (method and path template, never a user id) and status.",
+)
+SERVICE_REQUEST_DURATION = Figure(
+    "entitlements_service_request_duration_seconds",
+    "ServiceRequestDuration",
+    "Milliseconds",
+    ("Route",),
+    "Time the service took to answer a request, by route.",
+)
+SERVICE_OUTCOMES = Figure(
+    "entitlements_service_outcomes",
+    "ServiceOutcomes",
+    "Count",
+    ("Kind",),
+    "Outcomes the service recorded (links, refused retires), by kind.",
 )
 
 FIGURES: tuple[Figure, ...] = (
@@ -155,11 +183,14 @@ FIGURES: tuple[Figure, ...] = (
     RETRY_QUEUE_DEPTH,
     ERASURE_NOT_APPLICABLE,
     ERASURE_ANSWERS,
+    SERVICE_REQUESTS,
+    SERVICE_REQUEST_DURATION,
+    SERVICE_OUTCOMES,
 )
 
 
 def _labels(figure: Figure) -> tuple[str, ...]:
-    return () if figure.dimension is None else (figure.dimension.lower(),)
+    return tuple(dimension.lower() for dimension in figure.dimensions)
 
 
 def _counter(figure: Figure) -> Counter:
@@ -185,6 +216,14 @@ _cleanup_outcomes = _counter(CLEANUP_OUTCOMES)
 _retry_queue_depth = Gauge(RETRY_QUEUE_DEPTH.prometheus, RETRY_QUEUE_DEPTH.help, multiprocess_mode="livemax")
 _erasure_not_applicable = _counter(ERASURE_NOT_APPLICABLE)
 _erasure_answers = _counter(ERASURE_ANSWERS)
+_service_requests = _counter(SERVICE_REQUESTS)
+_service_request_duration = Histogram(
+    SERVICE_REQUEST_DURATION.prometheus,
+    SERVICE_REQUEST_DURATION.help,
+    _labels(SERVICE_REQUEST_DURATION),
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+_service_outcomes = _counter(SERVICE_OUTCOMES)
 
 
 def records_taken(count: int) -> None:
@@ -205,15 +244,15 @@ def quarantined() -> None:
 
 def dead_lettered(handler: str) -> None:
     _dead_lettered.labels(handler).inc()
-    _emf.count(DEAD_LETTERED, 1, handler)
+    _emf.count(DEAD_LETTERED, 1, (handler,))
 
 
 def parked(handler: str, records: int) -> None:
     """One batch of `records` parked for `handler`."""
     _parked_records.labels(handler).inc(records)
     _parked_batches.labels(handler).inc()
-    _emf.count(PARKED_RECORDS, records, handler)
-    _emf.count(PARKED_BATCHES, 1, handler)
+    _emf.count(PARKED_RECORDS, records, (handler,))
+    _emf.count(PARKED_BATCHES, 1, (handler,))
 
 
 def checkpointed() -> None:
@@ -223,12 +262,12 @@ def checkpointed() -> None:
 
 def flush_duration(handler: str, seconds: float) -> None:
     _flush_duration.labels(handler).observe(seconds)
-    _emf.value(FLUSH_DURATION, seconds * 1000.0, handler)
+    _emf.value(FLUSH_DURATION, seconds * 1000.0, (handler,))
 
 
 def cleanup_outcome(kind: str) -> None:
     _cleanup_outcomes.labels(kind).inc()
-    _emf.count(CLEANUP_OUTCOMES, 1, kind)
+    _emf.count(CLEANUP_OUTCOMES, 1, (kind,))
 
 
 def retry_queue_depth(depth: int) -> None:
@@ -245,4 +284,17 @@ def erasure_answer(answer_type: str, answer: str) -> None:
     """One answer sent: its type (`erasure/ACK`) and what it says (`DONE`), as `ACK/DONE`."""
     label = f"{answer_type.removeprefix('erasure/')}/{answer}"
     _erasure_answers.labels(label).inc()
-    _emf.count(ERASURE_ANSWERS, 1, label)
+    _emf.count(ERASURE_ANSWERS, 1, (label,))
+
+
+def service_request(route: str, status: int, seconds: float) -> None:
+    """One answered request: `route` is its method and path template (`POST /{user_id}/signup`)."""
+    _service_requests.labels(route, str(status)).inc()
+    _service_request_duration.labels(route).observe(seconds)
+    _emf.count(SERVICE_REQUESTS, 1, (route, str(status)))
+    _emf.value(SERVICE_REQUEST_DURATION, seconds * 1000.0, (route,))
+
+
+def service_outcome(kind: str) -> None:
+    _service_outcomes.labels(kind).inc()
+    _emf.count(SERVICE_OUTCOMES, 1, (kind,))
