@@ -1,36 +1,48 @@
 """What the consumer-store commands share: the stores and the recovery built from the settings, the
-summary lines they print, one clear line (and exit 1) for an error instead of a traceback, and one line
-(and exit 1) while a store holds damaged files the command skipped."""
+summary lines they print, one line (and exit 1) while a store holds damaged files the command skipped,
+and the one implementation of `quarantine` and `dead-letter` (`store_commands`: list, export, redrive).
+
+Their errors are `StoreCommandError`s naming the path at fault and what fixes it; the CLI prints them
+as one line (exit 2). A store's files are never quoted: a path names a shard and a sequence number only."""
 
 from __future__ import annotations
 
 __all__ = [
+    "DEAD_LETTERS",
+    "QUARANTINE",
+    "StoreCommandError",
+    "StoreKind",
     "Stores",
     "build_recovery",
     "exit_if_damaged",
     "one_line_errors",
     "print_counts",
     "print_report",
+    "redrive_store",
+    "store_commands",
 ]
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Annotated, Protocol, TypeVar
 
 import typer
 
-from config import Settings
+from config import Settings, load_settings
 from entitlements import compose
+from entitlements._logging import configure_logging
 from pipeline.dead_letter import DeadLetters
 from pipeline.decode import decode_record
 from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
-from pipeline.recovery import Recovery, RecoveryReport
+from pipeline.recovery import Recovery, RecoveryReport, export_stored, reason_counts
 from pipeline.shard_consumer import RetryPolicy
-from schema.errors import EntitlementsError
+from schema.errors import EntitlementsError, TerminalError
+
+_T = TypeVar("_T")
 
 # The damaged files a line names before it says how many more there are.
 _NAMED_DAMAGED = 5
@@ -108,3 +120,110 @@ def exit_if_damaged(command: str, store: _Store) -> None:
         err=True,
     )
     raise typer.Exit(1)
+
+
+class StoreCommandError(TerminalError):
+    """A store command cannot read its store or write its export: names the path and the fix."""
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """One consumer store as its command group shows it."""
+
+    command: str  # the group's name: `entitlements <command> list|export|redrive`
+    label: str  # the count line's label
+    noun: str  # what one of its records is called, plural
+    remaining: str  # the redrive line's word for a record still stored
+    store: Callable[[Stores], Quarantine | DeadLetters]
+
+
+QUARANTINE = StoreKind(
+    "quarantine", "quarantine", "quarantined records", "still quarantined", lambda stores: stores.quarantine
+)
+DEAD_LETTERS = StoreKind(
+    "dead-letter", "dead letters", "dead letters", "still dead-lettered", lambda stores: stores.dead_letters
+)
+
+_NEW_FILE = "A new file (never overwritten), created readable by you only (0600)."
+
+
+def _unreadable(kind: StoreKind, store: Quarantine | DeadLetters, error: OSError) -> StoreCommandError:
+    """A store the command cannot read (permissions, a file where a folder must be): its path and fix."""
+    return StoreCommandError(
+        f"cannot read the {kind.label} at {error.filename or store.root} "
+        f"({error.strerror or type(error).__name__}): run `entitlements {kind.command}` as the user that "
+        "owns ENTITLEMENTS_CONSUMER__STATE_DIR (the stores are owner-only), or point that variable at the "
+        "consumer's state folder"
+    )
+
+
+def _read(kind: StoreKind, store: Quarantine | DeadLetters, read: Callable[[], _T]) -> _T:
+    try:
+        return read()
+    except OSError as error:
+        raise _unreadable(kind, store, error) from None
+
+
+def _export(kind: StoreKind, store: Quarantine | DeadLetters, destination: Path) -> int:
+    try:
+        return export_stored(store, destination)
+    except FileExistsError:
+        raise StoreCommandError(
+            f"{destination} exists: an export never overwrites a file; name a new one"
+        ) from None
+    except OSError as error:
+        if error.filename is not None and Path(error.filename) != destination:
+            raise _unreadable(kind, store, error) from None
+        raise StoreCommandError(
+            f"cannot write the export {destination} ({error.strerror or type(error).__name__}): name a new "
+            "file in a folder you can write to"
+        ) from None
+
+
+def _stores(settings: Settings) -> Stores:
+    """The consumer's stores; a state folder that is not there is a misconfiguration, never 0 records
+    (a consumer that ran has one, whether or not it ever stored a record)."""
+    state = settings.consumer.state_dir
+    if not state.is_dir():
+        what = "is not a folder" if state.exists() else "does not exist"
+        raise StoreCommandError(
+            f"the consumer's state folder {state} {what}: set ENTITLEMENTS_CONSUMER__STATE_DIR to the "
+            "folder `entitlements consume` keeps its state in"
+        )
+    return Stores.from_settings(settings)
+
+
+def store_commands(kind: StoreKind, *, help_text: str) -> typer.Typer:
+    """`entitlements <kind.command> list|export`; each command module adds its own `redrive`."""
+    app = typer.Typer(no_args_is_help=True, help=help_text)
+
+    @app.command("list", help=f"How many {kind.noun} there are, by reason (no content).")
+    def list_records() -> None:
+        store = kind.store(_stores(load_settings()))
+        print_counts(kind.label, _read(kind, store, lambda: reason_counts(store)))
+        exit_if_damaged(f"{kind.command} list", store)
+
+    @app.command(help=f"Write all {kind.noun} (raw bytes as base64, reason, position) to a new 0600 file.")
+    def export(destination: Annotated[Path, typer.Argument(help=_NEW_FILE)]) -> None:
+        store = kind.store(_stores(load_settings()))
+        written = _export(kind, store, destination)
+        typer.echo(f"exported {written} {kind.noun} to {destination}")
+        exit_if_damaged(f"{kind.command} export", store)
+
+    return app
+
+
+def redrive_store(kind: StoreKind, run: Callable[[Recovery], RecoveryReport]) -> None:
+    """Run the store's records through the consumer's path (`run`), print the report; exit 1 while
+    any record stays stored or a damaged file was skipped."""
+    configure_logging()
+    settings = load_settings()
+    store = kind.store(_stores(settings))
+    if not _read(kind, store, store.count):  # nothing to re-drive: no handler, no AWS needed
+        print_report("re-driven", RecoveryReport(), kind.remaining)
+        return
+    report = _read(kind, store, lambda: run(build_recovery(settings)))
+    print_report("re-driven", report, kind.remaining)
+    exit_if_damaged(f"{kind.command} redrive", store)
+    if report.remaining:
+        raise typer.Exit(1)
