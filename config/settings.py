@@ -210,6 +210,7 @@ class MetricsSettings(BaseModel):
     retry_worker_port: int | None = Field(default=None, ge=1, le=65535)
     erasure_worker_port: int | None = Field(default=None, ge=1, le=65535)
     service_port: int | None = Field(default=None, ge=1, le=65535)
+    relinker_port: int | None = Field(default=None, ge=1, le=65535)
     emf_file: Path | None = None
     emf_socket: str | None = Field(default=None, pattern=r"^(udp|tcp)://[A-Za-z0-9.-]+:[0-9]{1,5}$")
     emf_namespace: str = Field(default="Entitlements", min_length=1, max_length=255)

@@ -87,7 +87,12 @@ def run(
 
             signal.signal(signal.SIGTERM, request_stop)
             signal.signal(signal.SIGINT, request_stop)
-            report = worker.run_forever(stop)
+            import telemetry  # noqa: PLC0415 (kept off --help)
+
+            metrics = settings.metrics
+            port, variable = metrics.relinker_port, "ENTITLEMENTS_METRICS__RELINKER_PORT"
+            with telemetry.running_metrics(metrics, process="relinker", port=port, variable=variable):
+                report = worker.run_forever(stop)
     finally:
         parts.recorder.flush()
         if parts.close is not None:
