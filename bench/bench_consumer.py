@@ -1,11 +1,11 @@
 """`make bench` / `python -m bench consumer`: the consumer end to end, through the real daemon, with the
 shipped defaults (`config.ConsumerSettings`, `config.LakeSettings`; nothing tuned for the bench).
 
-moto (the project's `devstack.moto_server`) runs in a process of its own (`bench._moto_stack`); the launcher
-JVM and the real child (`python -m entitlements.child`) run as `entitlements consume` runs them. The times
-come from the daemon's own log (`Writing ProcessRecordsMessage` + `Message size`: the moment the JVM hands
-a batch to the child; an empty batch's message is under 200 bytes), the child's log lines beside it
-(`checkpointed`), the lake's files, and the bench's clock, all on this host's one clock.
+moto (the project's `devstack.moto_server`) runs in a process of its own (`devstack.moto_process`); the
+launcher JVM and the real child (`python -m entitlements.child`) run as `entitlements consume` runs them.
+The times come from the daemon's own log (`Writing ProcessRecordsMessage` + `Message size`: the moment
+the JVM hands a batch to the child; an empty batch's message is under 200 bytes), the child's log lines
+beside it (`checkpointed`), the lake's files, and the bench's clock, all on this host's one clock.
 
 Figures, each beside its baseline measured in the same run:
 - cold start: 5 fresh starts (new application, so new lease tables) to the first record handed to the
@@ -60,10 +60,10 @@ import boto3
 import pyarrow.parquet as pq
 from botocore.config import Config
 
-from bench._moto_stack import moto_stack
 from bench._report import Figure, best_of, print_figures
 from config import ConsumerSettings, Settings, load_settings
 from devstack import _writes as writes
+from devstack.moto_process import moto_process
 from devstack.moto_server import MotoServer
 from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
@@ -710,7 +710,7 @@ def main() -> None:
         f"metrics every {defaults.worker_metrics_report_ms} ms, commit every "
         f"{defaults.commit_interval_seconds:g} s or {defaults.commit_every_records:,} records"
     )
-    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp, moto_stack() as moto:
+    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp, moto_process() as moto:
         workdir = Path(tmp)
         _section("cold start", lambda: _report_starts(*_floor(), _cold_starts(moto.endpoint, workdir)))
         _section("drain", lambda: _report_drain(_drain(moto.pid, moto.endpoint, workdir), idle))

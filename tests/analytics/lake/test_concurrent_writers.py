@@ -15,8 +15,8 @@ import pytest
 from analytics.lake import CHANGES, OUTCOMES, Lake, open_lake
 from analytics.lake._delta import open_table
 from analytics.views import connect
+from devstack.moto_process import moto_process
 from tests.analytics.lake.concurrent_writer import SHARDS, history
-from tests.support.moto_process import moto_in_its_own_process
 
 REPO = Path(__file__).resolve().parents[3]
 WRITERS = len(SHARDS)
@@ -58,7 +58,7 @@ def test_writer_processes_append_to_a_local_lake_at_once(tmp_path: Path) -> None
 
 @pytest.fixture
 def moto_s3() -> Iterator[str]:
-    with moto_in_its_own_process() as moto:
+    with moto_process(ttl_interval_seconds=0.2) as moto:
         yield moto.endpoint
 
 

@@ -23,13 +23,13 @@ from analytics.lake import (
 from analytics.lake._delta import open_table
 from analytics.views import connect
 from config import LakeSettings
+from devstack.moto_process import moto_process
 from tests.analytics.lakesim import TableSim, replay, state_rows
-from tests.support.moto_process import moto_in_its_own_process
 
 
 @pytest.fixture(scope="module")
 def moto_s3() -> Iterator[str]:
-    with moto_in_its_own_process() as moto:
+    with moto_process(ttl_interval_seconds=0.2) as moto:
         yield moto.endpoint
 
 

@@ -20,11 +20,11 @@ import pytest
 
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer, FaultPlan
+from devstack.moto_process import moto_process
 from pipeline.parking import ParkedWork
 from schema.table import EntitlementStatus
 from tests.support.daemon_log import child_entries, logged_at
 from tests.support.kcl import dynamodb, running_consumer, stream_contents
-from tests.support.moto_process import moto_in_its_own_process
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -37,7 +37,7 @@ ARRAY_LATENCY_SECONDS = 1.5  # inside the budget's Array window: the first delet
 
 def test_a_flush_during_a_30_s_aws_hang_returns_within_its_budget_and_parks_its_work(tmp_path: Path) -> None:
     with (
-        moto_in_its_own_process() as moto,
+        moto_process(ttl_interval_seconds=0.2) as moto,
         FakeArrayServer(faults=FaultPlan(latency_seconds=ARRAY_LATENCY_SECONDS)) as array,
         running_consumer(
             moto.endpoint,
