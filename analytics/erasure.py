@@ -9,9 +9,9 @@ import analytics; `entitlements.compose` hands the worker this adapter).
 - `purge` is `analytics.lake.purge_users`: one call per received batch of erasures: one DELETE commit
   per table, then the vacuum and log clean-up that leave no byte naming them. Calls are serialised in
   the process; across processes and hosts, Delta's conflict checks order a purge and any rewrite.
-- `holds` scans the `user_id` (and `pk`) columns of every current data file of the purged tables
-  (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them) with pyarrow.dataset, and
-  answers None when a file cannot be read.
+- `holds` scans the user-id columns (`USER_ID_COLUMNS`) and `pk` of every current data file of the
+  purged tables (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them, the stored audit
+  failures included) with pyarrow.dataset, and answers None when a file cannot be read.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from deltalake.exceptions import DeltaError
 from analytics.lake import Lake, purge_users
 from analytics.lake._delta import active_files, open_table, table_schema_names
 from analytics.lake._mask import read_mask, write_mask
-from analytics.lake.purge import PURGED_DATASETS
+from analytics.lake.purge import PURGED_DATASETS, USER_ID_COLUMNS
 from analytics.views import connect
 from schema.table import USER_PK_PREFIX
 
@@ -90,9 +90,9 @@ class AnalyticsLakeEraser:
         files = [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
         if table is None or not files:
             return False
-        probe = [c for c in ("user_id", "pk") if c in table_schema_names(table)]
+        wanted = {**dict.fromkeys(USER_ID_COLUMNS, user_id), "pk": f"{USER_PK_PREFIX}{user_id}"}
+        probe = [c for c in wanted if c in table_schema_names(table)]
         # Every file is read (its probed columns): a file that cannot be read answers None.
-        wanted = {"user_id": user_id, "pk": f"{USER_PK_PREFIX}{user_id}"}
         for path in files:
             with self._lake.fs.open_input_file(path) as handle:
                 columns = pq.read_table(handle, columns=probe)

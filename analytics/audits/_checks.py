@@ -4,7 +4,9 @@
     -- audit: duplicate_active_rows          the check's name (equal to the file's stem)
     -- scope: now                            now (the table's state) or ever (its history)
     -- title: Users with more than one Active row
-    -- invariant: what the seed says must hold
+    -- invariant: the rule that must hold, in words a reader can check against docs/table.md
+    -- remediation: what to do about a finding (commands, who to look at)
+    -- docs: docs/table.md#statuses, ...    the project's pages the rule and the fix are explained on
     -- group_by: user_id                     optional: the check counts duplicates (groups, surplus, rows)
     -- time: changed_at                      optional: the column that dates a finding (charts)
     -- Any other comment lines are the description.
@@ -14,7 +16,15 @@ Files whose names start with `_` are not checks (`_parameters.sql` sets the inpu
 
 from __future__ import annotations
 
-__all__ = ["AUDIT_SQL_DIR", "CHECK_ORDER", "Check", "CheckDefinitionError", "Scope", "load_checks"]
+__all__ = [
+    "AUDIT_SQL_DIR",
+    "CHECK_DOCS",
+    "CHECK_ORDER",
+    "Check",
+    "CheckDefinitionError",
+    "Scope",
+    "load_checks",
+]
 
 import re
 from dataclasses import dataclass
@@ -27,7 +37,8 @@ from schema.errors import TerminalError
 
 AUDIT_SQL_DIR = Path(__file__).resolve().parents[1] / "sql" / "audits"
 
-# The order the reports list the checks in: the order of the invariants in issue 4, item 7.
+# The order the reports list the checks in: the rows' rules first, then the cleanup records', cleanup's own
+# outcomes, and the contract's unknowns last.
 CHECK_ORDER: tuple[str, ...] = (
     "duplicate_active_rows",
     "duplicate_active_rows_ever",
@@ -54,7 +65,9 @@ CHECK_ORDER: tuple[str, ...] = (
     "unknown_item_kind_ever",
 )
 
-_HEADER = re.compile(r"\A--\s?(audit|scope|title|invariant|group_by|time):\s*(.*?)\s*\Z")
+_HEADER = re.compile(r"\A--\s?(audit|scope|title|invariant|remediation|docs|group_by|time):\s*(.*?)\s*\Z")
+# Every check's own section in the operators' page: its remediation, with links to the pages it names.
+CHECK_DOCS = "docs/operations/audits.md"
 _NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
 
 
@@ -73,6 +86,8 @@ class Check:
     scope: Scope
     title: str
     invariant: str
+    remediation: str
+    docs: tuple[str, ...]  # repository-relative pages with an anchor, the check's own section first
     description: str
     group_by: tuple[str, ...]
     time_column: str | None
@@ -88,7 +103,7 @@ class Check:
 def _parse(path: Path) -> Check:
     header = read_header(path, _HEADER)
     fields = header.fields
-    missing = [key for key in ("audit", "scope", "title", "invariant") if not fields.get(key)]
+    missing = [key for key in ("audit", "scope", "title", "invariant", "remediation") if not fields.get(key)]
     if missing:
         raise CheckDefinitionError(f"{path.name}: header lacks {', '.join(missing)}")
     if fields["audit"] != path.stem or not _NAME.match(path.stem):
@@ -98,11 +113,15 @@ def _parse(path: Path) -> Check:
     except ValueError:
         raise CheckDefinitionError(f"{path.name}: scope is 'now' or 'ever'") from None
     group_by = tuple(c.strip() for c in fields.get("group_by", "").split(",") if c.strip())
+    pages = tuple(page.strip() for page in fields.get("docs", "").split(",") if page.strip())
+    own = f"{CHECK_DOCS}#{path.stem}"
     return Check(
         name=path.stem,
         scope=scope,
         title=fields["title"],
         invariant=fields["invariant"],
+        remediation=fields["remediation"],
+        docs=(own, *(page for page in pages if page != own)),
         description=header.description,
         group_by=group_by,
         time_column=fields.get("time") or None,

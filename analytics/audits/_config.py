@@ -67,9 +67,12 @@ def _read(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except OSError as error:
-        raise AuditConfigError(f"cannot read the thresholds file ({type(error).__name__})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise AuditConfigError(f"the thresholds file is not valid TOML ({error})") from None
+        raise AuditConfigError(
+            f"cannot read the thresholds file {path} ({type(error).__name__}): give --thresholds an existing "
+            "TOML file shaped like analytics/audits/defaults.toml"
+        ) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise AuditConfigError(f"the thresholds file {path} is not valid TOML ({error})") from None
 
 
 def load_config(
@@ -88,11 +91,17 @@ def load_config(
         override = _read(path)
         unexpected = set(override) - {"parameters", "checks"}
         if unexpected:
-            raise AuditConfigError(f"unexpected sections in the thresholds file: {sorted(unexpected)}")
+            raise AuditConfigError(
+                f"unexpected sections in the thresholds file {path}: {sorted(unexpected)} "
+                "(it has [parameters] and [checks.<name>])"
+            )
         if known_checks is not None:
             unknown = set(override.get("checks", {})) - known_checks
             if unknown:
-                raise AuditConfigError(f"the thresholds file names unknown checks: {sorted(unknown)}")
+                raise AuditConfigError(
+                    f"the thresholds file {path} names unknown checks: {sorted(unknown)} "
+                    "(the checks are analytics/sql/audits/*.sql)"
+                )
         document = {
             "parameters": {**document.get("parameters", {}), **override.get("parameters", {})},
             "checks": {**document.get("checks", {}), **override.get("checks", {})},
@@ -101,4 +110,4 @@ def load_config(
         return AuditConfig.model_validate({**document, "policy": policy or PolicySettings()})
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise AuditConfigError(f"invalid thresholds: {problems}") from None
+        raise AuditConfigError(f"invalid thresholds in {path or DEFAULTS_PATH.name}: {problems}") from None

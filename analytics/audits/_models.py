@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["AuditReport", "CheckResult", "Status"]
+__all__ = ["AuditReport", "CheckResult", "Status", "StoredFailures"]
 
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
 from analytics.audits._checks import Scope
 from analytics.audits._config import AuditParameters
@@ -40,6 +41,8 @@ class CheckResult(BaseModel):
     scope: Scope
     title: str
     invariant: str
+    remediation: str = ""
+    docs: list[str] = []  # repository-relative pages (with an anchor): the check's section first
     description: str
     sql_file: str
     status: Status
@@ -62,8 +65,23 @@ class CheckResult(BaseModel):
         return bool(self.group_by)
 
 
+class StoredFailures(BaseModel):
+    """Where `--store-failures` put the failing checks' rows: one commit to the lake's `dataset`, every
+    row tagged with `audit_id`."""
+
+    model_config = _FROZEN
+    dataset: str
+    audit_id: str
+    version: int
+    checks: int
+    rows: int
+
+
 class AuditReport(BaseModel):
-    """Every check's result, and what the run was made of (no personal data beyond the failing rows)."""
+    """Every check's result, and what the run was made of (no personal data beyond the failing rows).
+
+    Its JSON starts with `status` (the worst check's) and `counts` (checks per status, and rows found):
+    what a schedule or a CI system reads first."""
 
     model_config = _FROZEN
     generated_at: datetime
@@ -76,11 +94,30 @@ class AuditReport(BaseModel):
     policy: dict[str, int]
     parameters: AuditParameters
     erasure_exceptions: int = 0
+    stored_failures: StoredFailures | None = None
     results: list[CheckResult]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: Any) -> Any:
+        """`status` and `counts` are written out for readers and derived again when read back."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if k not in {"status", "counts"}}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def status(self) -> Status:
+        """The worst status of any check: pass, warn or error."""
         return max((r.status for r in self.results), key=lambda s: s.rank, default=Status.PASS)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counts(self) -> dict[str, int]:
+        """Checks run, checks per status, and findings (rows) of the checks that did not pass."""
+        per_status = {status.value: len(self.with_status(status)) for status in Status}
+        failing = sum(r.rows_involved for r in self.results if r.status is not Status.PASS)
+        return {"checks": len(self.results), **per_status, "failing_rows": failing}
 
     @property
     def exit_code(self) -> int:
@@ -102,4 +139,6 @@ class AuditReport(BaseModel):
         raise KeyError(name)
 
     def to_json(self) -> str:
-        return self.model_dump_json(indent=1) + "\n"
+        document = self.model_dump(mode="json")
+        ordered = {"status": document.pop("status"), "counts": document.pop("counts"), **document}
+        return json.dumps(ordered, indent=1, ensure_ascii=False) + "\n"

@@ -1,5 +1,5 @@
-"""The audit report as Markdown, JSON or HTML (jinja2 templates in analytics/reports/templates/, charts
-drawn with matplotlib and embedded as base64 PNG)."""
+"""The audit report as Markdown, JSON, HTML (jinja2 templates in analytics/reports/templates/, charts
+drawn with matplotlib and embedded as base64 PNG) or JUnit XML (analytics/audits/_junit.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ __all__ = ["ReportFormat", "audit_charts", "render_report"]
 
 from enum import StrEnum
 
+from analytics.audits._junit import junit_xml
 from analytics.audits._models import AuditReport, Status
 from analytics.reports import Chart, bar_chart, line_chart, render
 
@@ -17,6 +18,7 @@ class ReportFormat(StrEnum):
     MARKDOWN = "markdown"
     JSON = "json"
     HTML = "html"
+    JUNIT = "junit"
 
 
 def audit_charts(report: AuditReport) -> list[Chart]:
@@ -52,6 +54,8 @@ def render_report(report: AuditReport, fmt: ReportFormat | str = ReportFormat.MA
     chosen = ReportFormat(fmt)
     if chosen is ReportFormat.JSON:
         return report.to_json()
+    if chosen is ReportFormat.JUNIT:
+        return junit_xml(report)
     if chosen is ReportFormat.HTML:
         return render("audit.html.j2", report=report, Status=Status, charts=audit_charts(report))
     return render("audit.md.j2", report=report, Status=Status)

@@ -1,5 +1,9 @@
 """Running the checks: each SQL file's offending rows are materialised once, counted, dated and compared
-with the check's thresholds."""
+with the check's thresholds; with `store_failures`, every row of each failing check is kept in the lake
+(analytics/audits/_failures.py).
+
+An audit needs data: a lake with none raises `analytics.lake.LakeMissing`, an `as_of` before the lake's
+first change `analytics.lake.NoDataAsOf` (a PASS over nothing would read as a clean table)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import base64
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -16,12 +21,15 @@ from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
+from deltalake.exceptions import DeltaError
 
 from analytics.audits._checks import Check, load_checks
 from analytics.audits._config import AuditConfig, Thresholds, load_config
 from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
-from analytics.audits._models import AuditReport, CheckResult, Status
-from analytics.lake import Lake
+from analytics.audits._failures import FailingRows, store_failures
+from analytics.audits._models import AuditReport, CheckResult, Status, StoredFailures
+from analytics.lake import Lake, require_as_of, require_data
+from analytics.lake.purge import AUDIT_FAILURES
 from analytics.views import views_read_by
 from schema.errors import TerminalError
 
@@ -34,8 +42,9 @@ class AuditError(TerminalError):
 
 
 class ErasureLedger(Protocol):
-    """The erasure exception's source (issue 6: a ledger keyed by a keyed hash of the user id, holding
-    no personal data). The audit asks it only about users whose deletes would otherwise be reported."""
+    """The erasure exception's source (docs/operations/erasure.md: a ledger keyed by a keyed hash of the
+    user id, holding no personal data). The audit asks it only about users whose deletes would otherwise
+    be reported."""
 
     def is_erased(self, user_id: str) -> bool: ...
 
@@ -71,7 +80,14 @@ def _scalar(con: Any, sql: str) -> Any:
     return rows[0][0] if rows else None
 
 
-def _run_check(con: Any, check: Check, config: AuditConfig) -> CheckResult:
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return [{k: _json_value(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+def _run_check(
+    con: Any, check: Check, config: AuditConfig, failing: list[FailingRows] | None = None
+) -> CheckResult:
+    """Run one check; with `failing`, a check that did not pass appends all its rows to it."""
     started = time.perf_counter()
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_RESULT_TABLE} AS {check.sql}")
     rows_involved = int(_scalar(con, f"SELECT count(*) FROM {_RESULT_TABLE}"))  # noqa: S608
@@ -91,16 +107,22 @@ def _run_check(con: Any, check: Check, config: AuditConfig) -> CheckResult:
             f"FROM {_RESULT_TABLE} WHERE {check.time_column} IS NOT NULL GROUP BY ALL ORDER BY day"
         ).fetchall()
         timeline = {str(day): int(n) for day, n in dated}
-    con.execute(f"DROP TABLE {_RESULT_TABLE}")
     thresholds = config.thresholds(check.name)
+    status = _status(count, thresholds)
+    if failing is not None and status is not Status.PASS:
+        every = con.sql(f"SELECT * FROM {_RESULT_TABLE}").to_arrow_table()  # noqa: S608
+        failing.append(FailingRows(check.name, check.scope.value, status.value, _rows(every)))
+    con.execute(f"DROP TABLE {_RESULT_TABLE}")
     return CheckResult(
         name=check.name,
         scope=check.scope,
         title=check.title,
         invariant=check.invariant,
+        remediation=check.remediation,
+        docs=list(check.docs),
         description=check.description,
         sql_file=check.sql_file,
-        status=_status(count, thresholds),
+        status=status,
         count=count,
         rows_involved=rows_involved,
         groups=groups,
@@ -109,7 +131,7 @@ def _run_check(con: Any, check: Check, config: AuditConfig) -> CheckResult:
         warn_at=thresholds.warn,
         error_at=thresholds.error,
         columns=list(shown.column_names),
-        rows=[{k: _json_value(v) for k, v in row.items()} for row in shown.to_pylist()],
+        rows=_rows(shown),
         rows_truncated=rows_involved > shown.num_rows,
         time_column=check.time_column,
         timeline=timeline,
@@ -145,6 +167,7 @@ def run_audits(
     threads: int | None = None,
     clock: Callable[[], datetime] = _utcnow,
     mask: Iterable[str] = (),
+    store_failures_in_lake: bool = False,
 ) -> AuditReport:
     """Run the checks (all, or those named) over `lake` and return the report.
 
@@ -153,6 +176,10 @@ def run_audits(
     change up to then, and `ever` checks read the history up to then. `erased_user_ids` and `ledger`
     make the erasure exception (empty by default): deletes of those users are not reported. The users in
     `mask` (being erased) are hidden from every view, as in `analytics.connect`.
+
+    With `store_failures_in_lake`, every row of each check that did not pass is appended to the lake's
+    `audits/failures` table in one commit (the report's `stored_failures` says where). Raises
+    `LakeMissing` when the lake holds no data, `NoDataAsOf` when `as_of` is before its first change.
     """
     config = config or load_config()
     available = load_checks()
@@ -163,9 +190,16 @@ def run_audits(
         by_name = {c.name: c for c in available}
         unknown = [name for name in wanted if name not in by_name]
         if unknown:
-            raise AuditError(f"unknown checks: {', '.join(unknown)}")
+            raise AuditError(
+                f"unknown checks: {', '.join(unknown)} (the checks are analytics/sql/audits/*.sql; "
+                "see docs/operations/audits.md)"
+            )
         selected = [by_name[name] for name in wanted]
     moment = as_of.astimezone(UTC) if as_of is not None else None
+    if moment is None:
+        require_data(lake)
+    else:
+        require_as_of(lake, moment)
     # Only the views this run reads are created: binding a view reads every file footer under it.
     views = set().union(*(views_read_by(check.sql) for check in selected))
     if ledger is not None:
@@ -183,15 +217,18 @@ def run_audits(
             mask=mask,
         )
     except (duckdb.Error, OSError, pa.ArrowException) as error:
-        raise AuditError(f"cannot open the lake ({type(error).__name__})") from None
+        raise AuditError(f"cannot open the lake at {lake.uri} ({type(error).__name__})") from None
     try:
         exceptions = _exceptions(con, erased_user_ids, ledger)
         results: list[CheckResult] = []
+        failing: list[FailingRows] | None = [] if store_failures_in_lake else None
         for check in selected:
             try:
-                results.append(_run_check(con, check, config))
+                results.append(_run_check(con, check, config, failing))
             except (duckdb.Error, OSError, pa.ArrowException) as error:
-                raise AuditError(f"check {check.name} failed ({type(error).__name__})") from error
+                raise AuditError(
+                    f"check {check.name} failed on the lake at {lake.uri} ({type(error).__name__})"
+                ) from None
             logger.debug("audit check done", extra={"check": check.name, "rows": results[-1].rows_involved})
         changes = outcomes = 0
         log_end: datetime | None = None
@@ -202,11 +239,15 @@ def run_audits(
             changes, log_end = summary["n"][0].as_py(), summary["last"][0].as_py()
             outcomes = int(_scalar(con, "SELECT count(*) FROM raw_outcomes"))
     except (duckdb.Error, OSError, pa.ArrowException) as error:
-        raise AuditError(f"cannot read the lake ({type(error).__name__})") from None
+        raise AuditError(f"cannot read the lake at {lake.uri} ({type(error).__name__})") from None
     finally:
         con.close()
+    generated_at = clock()
+    stored = None
+    if failing is not None:
+        stored = _store(lake, failing, generated_at, moment)
     return AuditReport(
-        generated_at=clock(),
+        generated_at=generated_at,
         lake=lake.uri,
         source="snapshot" if source == "snapshot" else "log",
         as_of=moment,
@@ -219,5 +260,22 @@ def run_audits(
         },
         parameters=config.parameters,
         erasure_exceptions=exceptions,
+        stored_failures=stored,
         results=results,
+    )
+
+
+def _store(
+    lake: Lake, failing: list[FailingRows], generated_at: datetime, as_of: datetime | None
+) -> StoredFailures:
+    audit_id = uuid.uuid4().hex
+    try:
+        version, rows = store_failures(lake, failing, audit_id=audit_id, audited_at=generated_at, as_of=as_of)
+    except (OSError, pa.ArrowException, DeltaError) as error:
+        raise AuditError(
+            f"cannot store the failing rows in {lake.uri_for(AUDIT_FAILURES)} ({type(error).__name__})"
+        ) from None
+    logger.info("audit failures stored", extra={"checks": len(failing), "rows": rows})
+    return StoredFailures(
+        dataset=AUDIT_FAILURES, audit_id=audit_id, version=version, checks=len(failing), rows=rows
     )

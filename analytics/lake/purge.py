@@ -1,8 +1,9 @@
 """Purge: delete every row of given users from every table, then erase what Delta still holds of them.
 
 One call takes a batch of user ids. In each table (`changes`, `outcomes`, `snapshots/state`,
-`snapshots/as_of`) one DELETE commit rewrites the data files holding a row of any of them (a row belongs
-to a user when its `user_id` is one of the ids, or its partition key is `USER#<id>`); then `expunge`
+`snapshots/as_of`, and the audits' stored failures `audits/failures`) one DELETE commit rewrites the data
+files holding a row of any of them (a row belongs to a user when one of its user-id columns,
+`USER_ID_COLUMNS`, is one of the ids, or its partition key is `USER#<id>`); then `expunge`
 vacuums the files the log removed, checkpoints and deletes the log before the checkpoint, since old log
 entries carry the ids in file statistics and in the DELETE's own predicate. After it, no byte of the
 lake's files names an erased id, and time travel to a version before the purge is gone (by design).
@@ -18,7 +19,7 @@ purge can land the user's events again: the landing filter keeps an erased user'
 
 from __future__ import annotations
 
-__all__ = ["PURGED_DATASETS", "PurgeCounts", "purge_users"]
+__all__ = ["AUDIT_FAILURES", "PURGED_DATASETS", "USER_ID_COLUMNS", "PurgeCounts", "purge_users"]
 
 import logging
 from collections.abc import Iterable, Mapping
@@ -33,7 +34,11 @@ from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
 
-PURGED_DATASETS: tuple[str, ...] = (CHANGES, OUTCOMES, STATE_DIR, AS_OF_DIR)
+# The failing rows `entitlements audit --store-failures` keeps (analytics/audits/_failures.py).
+AUDIT_FAILURES = "audits/failures"
+PURGED_DATASETS: tuple[str, ...] = (CHANGES, OUTCOMES, STATE_DIR, AS_OF_DIR, AUDIT_FAILURES)
+# The columns naming a user: a row belongs to every user one of them names (and to the user of its `pk`).
+USER_ID_COLUMNS: tuple[str, ...] = ("user_id", "other_user_id")
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,8 @@ class PurgeCounts:
 
 
 def _predicate(columns: set[str], ids: list[str]) -> str | None:
-    clauses = []
-    if "user_id" in columns:
-        clauses.append(f"user_id IN ({', '.join(literal(u) for u in ids)})")
+    listed = ", ".join(literal(u) for u in ids)
+    clauses = [f"{column} IN ({listed})" for column in USER_ID_COLUMNS if column in columns]
     if "pk" in columns:
         clauses.append(f"pk IN ({', '.join(literal(USER_PK_PREFIX + u) for u in ids)})")
     return " OR ".join(clauses) or None

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = ["TEMPLATES_DIR", "render"]
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 TEMPLATES_DIR = Path(__file__).with_name("templates")
 
@@ -19,6 +21,14 @@ def _md_cell(value: object) -> str:
         return ""
     text = str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+def _ticks(value: object) -> Markup:
+    """Text for HTML, escaped, with `backticked` spans as <code>."""
+    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(str(value)))))  # noqa: S704  (escaped first)
 
 
 def _number(value: object) -> str:
@@ -43,6 +53,7 @@ def _environment() -> Environment:
     )
     environment.filters["md"] = _md_cell
     environment.filters["number"] = _number
+    environment.filters["ticks"] = _ticks
     return environment
 
 

@@ -1,19 +1,27 @@
-"""`entitlements audit`: check every invariant seed 000 states over the settings' lake, now and ever.
+"""`entitlements audit`: check the table's invariants (docs/table.md) over the settings' lake, now and ever.
 
-    entitlements audit [--format markdown|json|html] [--output PATH] [--as-of TIME]
+    entitlements audit [--format markdown|json|html|junit] [--output PATH] [--as-of TIME]
                        [--thresholds PATH] [--erased-users PATH] [--erasure-ledger]
-                       [--check NAME ...] [--from-log]
+                       [--check NAME ...] [--from-log] [--store-failures]
 
 Exit status, so that a schedule can gate on it: 0 when no check reached its error threshold, 1 when one
-did, 2 when the audit could not run (no lake, an unreadable lake or thresholds file, a bad argument).
+did, 2 when the audit could not run (no lake or one with no data, an --as-of before the lake's first
+change, an unreadable lake or thresholds file, a bad argument), with one line on stderr naming the path
+at fault and the command that fixes it.
+
+`--format json` starts with the run's `status` and `counts`; `--format junit` is JUnit XML for CI systems
+(one test case per check: names and counts, never a row's value). `--store-failures` keeps every row of
+each check that did not pass in the lake's `audits/failures` table (one commit per run; the erasure
+purges it like every other table). Each check's remediation is in the report and in
+docs/operations/audits.md.
 
 `now` checks read the table's state: the latest snapshot plus the changes it has not folded (or the whole
 log with --from-log); with --as-of, the state at that instant of stream time (ApproximateCreationDateTime)
 and the history up to then. The checks are analytics/sql/audits/*.sql; thresholds default to
 analytics/audits/defaults.toml. The erasure exception (deletes an erasure made are not reported) is empty
 unless given: --erased-users names users (one id per line), --erasure-ledger asks the erasure ledger
-(`<consumer.state_dir>/erasure-ledger`, keyed by `erasure.ledger_key`: processors/erasure) about every user
-with a delete that would otherwise be reported. The demo (`entitlements demo`) ends with `run_audit`.
+(`<consumer.state_dir>/erasure-ledger`, keyed by `erasure.ledger_key`: docs/operations/erasure.md) about
+every user with a delete that would otherwise be reported.
 """
 
 from __future__ import annotations
@@ -27,15 +35,26 @@ from typing import Annotated
 
 import typer
 
-from analytics.audits import ReportFormat, Status, load_checks, load_config, render_report, run_audits
+from analytics.audits import ReportFormat, load_checks, load_config, render_report, run_audits
 from analytics.lake import lake_from_settings
-from config import Settings, load_settings
+from config import Settings, SettingsError, load_settings
 from entitlements._logging import configure_logging
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
+from schema.errors import EntitlementsError
 
 app = typer.Typer(add_completion=False)
 
 EXIT_ERROR = 2
+
+
+class AuditInputError(EntitlementsError):
+    """A file the audit command was given cannot be read."""
+
+
+def _refused(message: str) -> int:
+    """The one line a user sees when the audit could not run; the exit status for it."""
+    typer.echo(f"entitlements: {message}", err=True)
+    return EXIT_ERROR
 
 
 def _instant(text: str) -> datetime:
@@ -49,14 +68,20 @@ def _instant(text: str) -> datetime:
 def _erased(path: Path | None) -> list[str]:
     if path is None:
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise AuditInputError(
+            f"cannot read the erased-users file {path} ({type(error).__name__}): give a UTF-8 file of "
+            "user ids, one a line"
+        ) from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _summary(status: str, counts: dict[str, int], output: Path | None) -> str:
+def _summary(status: str, counts: dict[str, int], output: Path | None, stored: str) -> str:
     parts = ", ".join(f"{counts[s]} {s}" for s in ("error", "warn", "pass"))
     where = f"; report written to {output}" if output else ""
-    return f"audit: {status.upper()} ({parts}){where}"
+    return f"audit: {status.upper()} ({parts}){where}{stored}"
 
 
 def run_audit(
@@ -70,15 +95,13 @@ def run_audit(
     checks: list[str] | None = None,
     from_log: bool = False,
     use_erasure_ledger: bool = False,
+    store_failures: bool = False,
 ) -> int:
     """Audit the settings' lake, print or write the report, and return the exit status (0, 1 or 2).
-    Never raises: any failure is reported on stderr as its class name and returns 2."""
+    Never raises: a failure is one line on stderr (its message, or its class name for an unexpected
+    one) and returns 2. Nothing is created where the lake should be."""
     try:
-        root = settings.lake.root
-        if "://" not in root and not Path(root).is_dir():
-            typer.echo(f"audit failed: no lake at {root}", err=True)
-            return EXIT_ERROR
-        lake = lake_from_settings(settings)
+        lake = lake_from_settings(settings, create=False)
         config = load_config(
             thresholds,
             policy=settings.policy,
@@ -97,26 +120,42 @@ def run_audit(
             erased_user_ids=erased_user_ids or [],
             ledger=ledger,
             from_snapshot=not from_log,
+            store_failures_in_lake=store_failures,
         )
         text = render_report(report, fmt)
         if output is not None:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text, encoding="utf-8")
+            _write(output, text)
         else:
             sys.stdout.write(text)
-    except Exception as error:  # a schedule must tell "could not run" (2) from "found something" (1)
-        typer.echo(f"audit failed: {type(error).__name__}: {error}", err=True)
-        return EXIT_ERROR
-    counts = {status.value: len(report.with_status(status)) for status in Status}
-    typer.echo(_summary(report.status.value, counts, output), err=output is None)
+    except EntitlementsError as error:  # a schedule must tell "could not run" (2) from "found" (1)
+        return _refused(str(error))
+    except Exception as error:
+        return _refused(f"audit could not run ({type(error).__name__})")
+    stored = report.stored_failures
+    where = (
+        f"; {stored.rows} failing rows stored in {stored.dataset}, audit_id {stored.audit_id}"
+        if stored
+        else ""
+    )
+    typer.echo(_summary(report.status.value, report.counts, output, where), err=output is None)
     return report.exit_code
+
+
+def _write(output: Path, text: str) -> None:
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise AuditInputError(
+            f"cannot write the report to {output} ({type(error).__name__}): give a writable --output"
+        ) from None
 
 
 @app.command("audit")
 def audit_command(
     *,
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="markdown, json or html.")
+        ReportFormat, typer.Option("--format", help="markdown, json, html or junit (JUnit XML for CI).")
     ] = ReportFormat.MARKDOWN,
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the report here, not stdout.")
@@ -145,19 +184,23 @@ def audit_command(
     from_log: Annotated[
         bool, typer.Option("--from-log", help="Read the state from the whole log, not the snapshot.")
     ] = False,
+    store_failures: Annotated[
+        bool,
+        typer.Option(
+            "--store-failures",
+            help="Keep every row of each check that did not pass in the lake (table audits/failures).",
+        ),
+    ] = False,
 ) -> None:
     """Check the table's invariants over the lake; exit 0 (clean), 1 (an error threshold reached) or
     2 (the audit could not run)."""
     configure_logging("WARNING")
+    moment = _instant(as_of) if as_of is not None else None
     try:
-        moment = _instant(as_of) if as_of is not None else None
         erased = _erased(erased_users)
         settings = load_settings()
-    except typer.BadParameter:
-        raise
-    except Exception as error:
-        typer.echo(f"audit failed: {type(error).__name__}: {error}", err=True)
-        raise typer.Exit(EXIT_ERROR) from None
+    except (EntitlementsError, SettingsError) as error:  # settings errors: field and rule, never the value
+        raise typer.Exit(_refused(str(error))) from None
     code = run_audit(
         settings,
         fmt=fmt,
@@ -168,5 +211,6 @@ def audit_command(
         checks=check,
         from_log=from_log,
         use_erasure_ledger=erasure_ledger,
+        store_failures=store_failures,
     )
     raise typer.Exit(code)

@@ -1,7 +1,9 @@
 -- audit: array_account_without_row
 -- scope: ever
 -- title: Array accounts the service created that no entitlement row names
--- invariant: signup "creates the user at Array, then one unconditional put of a fresh Active row"; "an Array account with no row is an audit finding" (issue 14), as is an account a second signup created and never wrote.
+-- invariant: a signup creates the user at Array, then writes one fresh Active row; an Array account the service created and no row ever named (a signup or second signup whose write never landed) is left behind.
+-- remediation: Look up each user's signup or second signup at created_at: the service answered 503 when its write kept failing. If the user should hold the account, repeat the request (the service then writes the row); if not, delete the account at Array.
+-- docs: docs/table.md#the-services-write-paths
 -- time: created_at
 -- Every account the service recorded as created at Array (outcome array.account_created, recorded just
 -- before the write naming it), recorded audit_outcome_grace_seconds or more before the audit's instant

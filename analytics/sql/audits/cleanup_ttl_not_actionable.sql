@@ -1,7 +1,9 @@
 -- audit: cleanup_ttl_not_actionable
 -- scope: now
 -- title: Cleanup records whose ttl DynamoDB would never act on as the policy means
--- invariant: "The TTL attribute must be a top-level Number of epoch seconds"; the ttl is CLEANUP_TTL_DAYS (63) after a cancellation, STALE_ENTITLEMENT_TTL_DAYS (1) after a second signup (seed 000).
+-- invariant: DynamoDB acts only on a ttl that is a top-level Number of epoch seconds; a cleanup record's ttl is its createdAt + CLEANUP_TTL_DAYS (63) after a cancellation, + STALE_ENTITLEMENT_TTL_DAYS (1) after a second signup.
+-- remediation: Rewrite the record's ttl as a Number of epoch seconds at expected_ttl (reason says what is wrong: missing, a string, not an integer, milliseconds, off policy). Until then DynamoDB never removes it (or removes it at the wrong time) and the account is not deleted as the policy means.
+-- docs: docs/table.md#attributes, docs/operations/cleanup.md#the-two-policy-settings
 -- time: changed_at
 -- Every pending cleanup record whose ttl is missing, a string, not an integral Number, in milliseconds,
 -- or further than audit_ttl_tolerance_seconds from its creation + the policy's days (63 for a

@@ -1,7 +1,9 @@
 -- audit: cleanup_ttl_not_actionable_ever
 -- scope: ever
 -- title: Cleanup records that ever held a ttl DynamoDB would never act on as the policy means
--- invariant: "The TTL attribute must be a top-level Number of epoch seconds"; the ttl is CLEANUP_TTL_DAYS (63) after a cancellation, STALE_ENTITLEMENT_TTL_DAYS (1) after a second signup (seed 000).
+-- invariant: DynamoDB acts only on a ttl that is a top-level Number of epoch seconds; a cleanup record's ttl is its createdAt + CLEANUP_TTL_DAYS (63) after a cancellation, + STALE_ENTITLEMENT_TTL_DAYS (1) after a second signup.
+-- remediation: Check `cleanup_ttl_not_actionable` for records still wrong, and fix the writer (event_id) that wrote this ttl.
+-- docs: docs/table.md#attributes, docs/operations/cleanup.md#the-two-policy-settings
 -- time: first_written_at
 -- As cleanup_ttl_not_actionable, over every ttl any cleanup record was ever written with: one row per
 -- record and ttl value, with the stream time it was first written.

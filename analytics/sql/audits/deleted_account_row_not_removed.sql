@@ -1,7 +1,9 @@
 -- audit: deleted_account_row_not_removed
 -- scope: now
 -- title: Accounts deleted by cleanup whose row is not Removed
--- invariant: after the delete the handler "marks the entitlement row that named it Removed"; "that last step is best effort" (seed 000: the gap it admits; `entitlements cleanup repair` closes it).
+-- invariant: after cleanup deletes an account it "marks the entitlement row that named it Removed"; that last step is best effort, and `entitlements cleanup repair` closes the gap.
+-- remediation: Run `entitlements cleanup repair --dry-run` to list the rows, then `entitlements cleanup repair` to mark them Removed (each on the same condition as cleanup's own mark).
+-- docs: docs/operations/cleanup.md#repair, docs/operations/cleanup.md#marking-the-row-removed
 -- time: deleted_at
 -- Every entitlement row, now, naming an Array account that cleanup deleted (audit_deleted_outcomes:
 -- deleted, or already gone at Array) whose status is not Removed.

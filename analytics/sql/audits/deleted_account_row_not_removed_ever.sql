@@ -1,7 +1,9 @@
 -- audit: deleted_account_row_not_removed_ever
 -- scope: ever
 -- title: Cleanups that deleted an account but could not mark its row Removed
--- invariant: after the delete the handler "marks the entitlement row that named it Removed"; "that last step is best effort" (seed 000: the gap it admits).
+-- invariant: after cleanup deletes an account it "marks the entitlement row that named it Removed"; that last step is best effort, and `entitlements cleanup repair` closes the gap.
+-- remediation: Each is a mark that failed after a delete (detail: the error code). `deleted_account_row_not_removed` lists those still open: `entitlements cleanup repair` closes them. Many at once point at DynamoDB throttling or GSI1 lag.
+-- docs: docs/operations/cleanup.md#repair, docs/operations/cleanup.md#marking-the-row-removed
 -- time: occurred_at
 -- Every cleanup.mark_failed outcome: the account was deleted at Array and its row was left as it was
 -- (counted even when a repair marked it later).

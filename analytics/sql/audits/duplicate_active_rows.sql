@@ -1,7 +1,9 @@
 -- audit: duplicate_active_rows
 -- scope: now
 -- title: Users with more than one Active row
--- invariant: SaveIfActive exists so that no write leaves "the user with two active rows" (seed 000).
+-- invariant: no write leaves "the user with two active rows": a link writes only while the row is Active (SaveIfActive), a second signup retires the old row in the same transaction that writes the new one.
+-- remediation: Keep Active the row naming the account the user uses now (the newest link) and retire the other as a second signup does: set it Superseded and write a stale-account record naming its account, so cleanup deletes that account. Then find the write that made the second row Active (its event_id; `stale_write` often names it).
+-- docs: docs/table.md#the-services-write-paths, docs/table.md#statuses
 -- group_by: user_id
 -- time: changed_at
 -- Every Active entitlement row of a user who has more than one now. Groups are users, surplus rows are

@@ -1,7 +1,9 @@
 -- audit: duplicate_active_rows_ever
 -- scope: ever
 -- title: Users who ever had two Active rows at the same instant
--- invariant: SaveIfActive exists so that no write leaves "the user with two active rows" (seed 000).
+-- invariant: no write leaves "the user with two active rows": a link writes only while the row is Active (SaveIfActive), a second signup retires the old row in the same transaction that writes the new one.
+-- remediation: If `duplicate_active_rows` finds nothing now, the state was put right since; find the writes at first_overlap_from (event ids in the change log) and fix the writer, which wrote without the Active condition.
+-- docs: docs/table.md#the-services-write-paths
 -- group_by: user_id
 -- time: first_overlap_from
 -- Every entitlement row that was Active while another row of the same user was Active too (stream time,

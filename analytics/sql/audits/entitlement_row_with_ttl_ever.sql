@@ -1,7 +1,9 @@
 -- audit: entitlement_row_with_ttl_ever
 -- scope: ever
 -- title: Entitlement rows that ever carried a ttl
--- invariant: "a cleanup record — never the entitlement row — carries the TTL" (seed 000).
+-- invariant: "a cleanup record, never the entitlement row, carries the TTL": rows are never deleted, and DynamoDB deletes whatever carries an expired ttl.
+-- remediation: Check `entitlement_row_with_ttl` for rows still carrying it and `ttl_removal_of_non_cleanup` for rows DynamoDB already deleted; fix the writer that set it.
+-- docs: docs/table.md#where-the-ttl-lives
 -- time: first_carried_at
 -- One row per entitlement row that carried a ttl in any version, with the first such version.
 SELECT

@@ -1,7 +1,9 @@
 -- audit: expired_cleanup_without_final_outcome
 -- scope: ever
 -- title: Expired cleanups that never reached a final outcome
--- invariant: once DynamoDB removes the expired record, expiration-handler "then deletes the Array.io account the record names" (seed 000); every expiry must end in a final outcome (schema.outcomes.FINAL_CLEANUP_OUTCOMES).
+-- invariant: once DynamoDB removes an expired cleanup record, cleanup deletes the Array account it names; every expiry ends in one final outcome (deleted, already deleted, failed or refused by the guard).
+-- remediation: Finish the work still pending: `entitlements cleanup retry-worker --drain` (parked cleanups), `entitlements replay-parked` (parked windows) and, after a fix, `entitlements dead-letter redrive` (expiries naming no account). Then audit again; an expiry still listed needs its account deleted by hand.
+-- docs: docs/operations/cleanup.md#parking-the-retry-queue-and-its-worker, docs/operations/consumer.md#commands, docs/operations/cleanup.md#outcomes
 -- time: expired_at
 -- Every TTL removal of a cleanup record, older than audit_outcome_grace_seconds before the audit's
 -- instant (audit_as_of, else the latest stream time in the log), with no final outcome

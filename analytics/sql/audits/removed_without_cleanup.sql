@@ -1,7 +1,9 @@
 -- audit: removed_without_cleanup
 -- scope: now
 -- title: Rows Removed with no cleanup behind them
--- invariant: a row is marked Removed by expiration-handler after DynamoDB's TTL removed the cleanup record naming its account and the account was deleted (seed 000).
+-- invariant: a row is marked Removed only by cleanup, after DynamoDB's TTL removed the cleanup record naming its account and the account was deleted at Array.
+-- remediation: The account may still exist at Array while the user lost the row. Check the account at Array: if it exists and the user uses it, set the row back to its earlier status; if it should go, delete it at Array and keep the row Removed. Then find the writer (event_id).
+-- docs: docs/operations/cleanup.md#marking-the-row-removed, docs/table.md#statuses
 -- time: changed_at
 -- Every entitlement row Removed now whose Array account has neither a cleanup record removed by TTL nor
 -- a cleanup outcome saying the account was deleted (audit_deleted_outcomes).

@@ -1,7 +1,9 @@
 -- audit: removed_without_cleanup_ever
 -- scope: ever
 -- title: Rows ever made Removed with no cleanup behind them
--- invariant: a row is marked Removed by expiration-handler after DynamoDB's TTL removed the cleanup record naming its account and the account was deleted (seed 000).
+-- invariant: a row is marked Removed only by cleanup, after DynamoDB's TTL removed the cleanup record naming its account and the account was deleted at Array.
+-- remediation: Check `removed_without_cleanup` for rows still Removed this way, and fix the writer (event_id) that set the status.
+-- docs: docs/operations/cleanup.md#marking-the-row-removed, docs/table.md#statuses
 -- time: removed_at
 -- Every change that turned an entitlement row Removed when its Array account has neither a cleanup
 -- record removed by TTL nor a cleanup outcome saying the account was deleted, even if the row changed

@@ -1,7 +1,9 @@
 -- audit: stale_record_removed_not_by_ttl
 -- scope: ever
 -- title: Stale-account records removed other than by TTL
--- invariant: the stale record sits off the cancellation key, which "is what stops anything cancelling it" (seed 000).
+-- invariant: the stale-account record sits off the cancellation key, which is what stops anything cancelling it: only its TTL expiry removes it, so cleanup deletes the account.
+-- remediation: The account it named will never be cleaned up. Unless an erasure removed it (audit with `--erasure-ledger`), write the record again with a ttl of now + STALE_ENTITLEMENT_TTL_DAYS, or delete the account at Array by hand once no Active row uses it.
+-- docs: docs/table.md#keys, docs/operations/cleanup.md#what-triggers-a-delete
 -- time: removed_at
 -- Every delete of a stale cleanup record (CLEANUP#STALE#<account>) not made by DynamoDB's TTL, outside
 -- the erasure exception.

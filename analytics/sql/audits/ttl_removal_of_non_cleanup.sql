@@ -1,7 +1,9 @@
 -- audit: ttl_removal_of_non_cleanup
 -- scope: ever
 -- title: TTL removals of anything but a cleanup record
--- invariant: DynamoDB removing the expired record "is the trigger, and the only row it ever takes" (seed 000).
+-- invariant: DynamoDB's TTL removing an expired cleanup record is the trigger of cleanup, and the only item TTL ever takes.
+-- remediation: The item is gone from the table. For an entitlement row, write it back from its last image (`item_versions` in the lake, before removed_at) without the ttl; then clear the ttl of any other row carrying one (`entitlement_row_with_ttl`).
+-- docs: docs/table.md#where-the-ttl-lives, docs/system-context/entitlements-service.md#rows-are-never-deleted-with-one-exception
 -- time: removed_at
 -- Every REMOVE made by DynamoDB's TTL (userIdentity Service/dynamodb.amazonaws.com) of an item that is
 -- not a cancellation or stale cleanup record.

@@ -1,7 +1,9 @@
 -- audit: unexpected_delete
 -- scope: ever
 -- title: Deletes the service never makes
--- invariant: deleting the cancellation record "is the only delete this service performs"; "entitlement rows are never deleted" (seed 000); erasures excepted.
+-- invariant: deleting the cancellation record on reactivation is the only delete the service performs; entitlement rows are never deleted; an erasure is the one exception.
+-- remediation: If these were erasures, audit with `--erasure-ledger` (or `--erased-users FILE`) so they are excepted. Otherwise write the item back from its last image in the lake (`item_versions`) and find what deleted it (the change's event_id; the service never does).
+-- docs: docs/system-context/entitlements-service.md#rows-are-never-deleted-with-one-exception, docs/operations/erasure.md#how-the-audits-recognise-an-erasure-delete-the-ledger
 -- time: removed_at
 -- Every delete that was not made by TTL, of anything but a cancellation record, outside the erasure
 -- exception (audit_erasure_exceptions: the users an erasure removed, empty by default). With

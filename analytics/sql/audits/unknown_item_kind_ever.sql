@@ -1,7 +1,9 @@
 -- audit: unknown_item_kind_ever
 -- scope: ever
 -- title: Items of an unknown kind ever written
--- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale records (CLEANUP#STALE#<account>) (schema.table).
+-- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale-account records (CLEANUP#STALE#<account>), nothing else.
+-- remediation: Check `unknown_item_kind` for items still there, and fix the writer (event_id).
+-- docs: docs/table.md#keys
 -- time: first_seen_at
 -- One row per item (pk, sk) of an unknown kind that any change in the log touched.
 SELECT

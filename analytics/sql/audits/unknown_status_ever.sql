@@ -1,7 +1,9 @@
 -- audit: unknown_status_ever
 -- scope: ever
 -- title: Entitlement rows that ever held an unknown status
--- invariant: an entitlement row is Active, Superseded, Cancelled or Removed (schema.table.EntitlementStatus).
+-- invariant: an entitlement row is Active, Superseded, Cancelled or Removed.
+-- remediation: Check `unknown_status` for rows still holding it, and fix the writer (event_id).
+-- docs: docs/table.md#statuses
 -- time: first_seen_at
 -- One row per entitlement row and unknown status (missing, or not one of audit_known_statuses) any of
 -- its versions held.

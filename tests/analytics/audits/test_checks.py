@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from analytics.audits import load_checks, load_config
-from analytics.audits._checks import AUDIT_SQL_DIR, CHECK_ORDER, CheckDefinitionError, Scope
+from analytics.audits._checks import AUDIT_SQL_DIR, CHECK_DOCS, CHECK_ORDER, CheckDefinitionError, Scope
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
 from analytics.views import create_views
 from tests.analytics.audits.story import Story
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+# A reference only the project's authors can follow: the design seeds and the issue tracker.
+UNFOLLOWABLE = re.compile(r"\bseeds?\s+0*\d+|\bissues?\s+#?\d+", re.IGNORECASE)
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors a Markdown page's headings get (GitHub's rule: lower case, punctuation dropped,
+    spaces to hyphens), and any explicit `<a id>`."""
+    found = set(re.findall(r'<a id="([^"]+)"', page.read_text(encoding="utf-8")))
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
 
 
 def test_every_audit_file_is_a_check_in_report_order() -> None:
@@ -21,10 +37,39 @@ def test_every_audit_file_is_a_check_in_report_order() -> None:
     assert [c.name for c in load_checks()] == list(CHECK_ORDER)
 
 
-def test_every_check_says_its_scope_title_and_invariant() -> None:
+def test_every_check_says_its_scope_title_invariant_and_remediation() -> None:
     for check in load_checks():
         assert check.scope in (Scope.NOW, Scope.EVER)
-        assert check.title and check.invariant and check.description, check.name
+        assert check.title and check.invariant and check.description and check.remediation, check.name
+
+
+def test_every_check_points_first_to_its_own_section_of_the_audits_page() -> None:
+    assert all(check.docs[0] == f"{CHECK_DOCS}#{check.name}" for check in load_checks())
+
+
+def test_every_docs_page_a_check_names_exists_with_its_anchor() -> None:
+    broken = []
+    for check in load_checks():
+        for reference in check.docs:
+            page, _, anchor = reference.partition("#")
+            path = REPOSITORY / page
+            if not path.is_file() or not anchor or anchor not in anchors(path):
+                broken.append(f"{check.name}: {reference}")
+    assert broken == []
+
+
+def test_no_check_cites_a_seed_or_an_issue() -> None:
+    for check in load_checks():
+        shown = " ".join((check.title, check.invariant, check.remediation, check.description))
+        assert not UNFOLLOWABLE.search(shown), check.name
+
+
+def test_a_file_whose_header_lacks_the_remediation_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(
+        "-- audit: odd\n-- scope: now\n-- title: t\n-- invariant: i\nSELECT 1\n"
+    )
+    with pytest.raises(CheckDefinitionError, match="remediation"):
+        load_checks(tmp_path)
 
 
 def test_the_duplicate_checks_count_by_user() -> None:
@@ -40,7 +85,7 @@ def test_a_file_whose_header_lacks_the_scope_is_refused(tmp_path: Path) -> None:
 
 def test_a_file_named_differently_from_its_audit_is_refused(tmp_path: Path) -> None:
     (tmp_path / "odd.sql").write_text(
-        "-- audit: even\n-- scope: now\n-- title: t\n-- invariant: i\nSELECT 1\n"
+        "-- audit: even\n-- scope: now\n-- title: t\n-- invariant: i\n-- remediation: r\nSELECT 1\n"
     )
     with pytest.raises(CheckDefinitionError, match="file name"):
         load_checks(tmp_path)
@@ -64,7 +109,8 @@ def _variables(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     }
 
 
-def test_the_cli_parameters_file_sets_what_python_sets_by_default(lake: Lake) -> None:
+def test_the_cli_parameters_file_sets_what_python_sets_by_default(lake: Lake, story: Story) -> None:
+    story.land(lake)
     con, _ = open_connection(lake, load_config())
     cli = duckdb.connect()
     create_views(cli, lake)
@@ -86,3 +132,10 @@ def test_each_audit_file_runs_as_written_after_the_views_and_the_parameters_file
         "duplicate_active_rows": 2,
         "duplicate_active_rows_ever": 2,
     }
+
+
+def test_the_audits_page_gives_each_check_its_section_with_the_remediation_the_report_prints() -> None:
+    page = (REPOSITORY / CHECK_DOCS).read_text(encoding="utf-8")
+    sections = {part.split("\n", 1)[0].strip(): part for part in page.split("\n#### ")[1:]}
+    for check in load_checks():
+        assert check.remediation in sections.get(check.name, ""), check.name

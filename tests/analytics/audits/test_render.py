@@ -4,6 +4,7 @@ Chromium (Debian's package; `make test` installs it with scripts/install_debian_
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from matplotlib.image import imread
 
 from analytics.audits import AuditReport, render_report
 from analytics.audits._render import audit_charts
+from schema.table import cancellation_key
 from tests.analytics.audits.story import Story
 
 Audit = Callable[..., AuditReport]
@@ -66,6 +68,32 @@ def test_markdown_lists_every_check_and_the_failing_rows(planted: AuditReport) -
     assert "| mallory | acct-m3 | Active |" in text
 
 
+def test_json_starts_with_the_status_and_the_counts(planted: AuditReport) -> None:
+    document = json.loads(render_report(planted, "json"))
+    assert list(document)[:2] == ["status", "counts"]
+    assert document["status"] == "error"
+    errors = sum(1 for r in planted.results if r.status.value == "error")
+    assert document["counts"] == {
+        "checks": len(planted.results),
+        "pass": len(planted.results) - errors,
+        "warn": 0,
+        "error": errors,
+        "failing_rows": sum(r.rows_involved for r in planted.results if r.status.value != "pass"),
+    }
+
+
+def test_every_finding_says_what_to_do_and_which_pages_to_read(planted: AuditReport) -> None:
+    markdown, html = render_report(planted, "markdown"), render_report(planted, "html")
+    for result in planted.failing():
+        assert f"**What to do.** {result.remediation}" in markdown
+        assert f"`{result.docs[0]}`" in markdown and f"<code>{result.docs[0]}</code>" in html
+
+
+def test_no_rendering_cites_a_seed_or_an_issue(planted: AuditReport) -> None:
+    for fmt in ("markdown", "html", "json", "junit"):
+        assert not re.search(r"\bseeds?\s+0*\d+|\bissues?\s+#?\d+", render_report(planted, fmt), re.I), fmt
+
+
 def test_json_is_the_whole_report(planted: AuditReport) -> None:
     document = json.loads(render_report(planted, "json"))
     assert AuditReport.model_validate(document) == planted
@@ -107,3 +135,36 @@ def test_the_html_report_screenshot_is_not_blank(planted: AuditReport, tmp_path:
     assert pixels.shape[:2] == (2000, 1200)
     colours = {tuple(p) for p in pixels[::8, ::8].reshape(-1, pixels.shape[2]).tolist()}
     assert len(colours) > 20  # text, badges and charts, not one flat colour
+
+
+LONG_USER = "user-" + "x" * 70
+SCROLL_WIDTH_PROBE = (
+    "<script>window.addEventListener('load', () => document.body.setAttribute("
+    "'data-scroll-width', String(document.documentElement.scrollWidth)));</script>"
+)
+
+
+@pytest.fixture
+def wide(story: Story, audit: Audit) -> AuditReport:
+    """Findings in the widest checks (15 and 10 columns) with long unbroken ids: a plain table of them
+    is twice as wide as the page."""
+    story.signup(LONG_USER, "acct-" + "y" * 60)
+    story.signup(LONG_USER, "acct-" + "z" * 60)
+    story.cancel("frank", ttl="1893456000")
+    story.put(story.record(cancellation_key("carol"), "carol", "acct-a1", 1_999_999_999))
+    return audit(story)
+
+
+def test_the_html_report_fits_a_1280_px_window_in_headless_chromium(
+    wide: AuditReport, tmp_path: Path
+) -> None:
+    page = tmp_path / "audit.html"
+    page.write_text(render_report(wide, "html").replace("</body>", SCROLL_WIDTH_PROBE + "</body>"))
+    shot = tmp_path / "audit.png"
+    window = ("--window-size=1280,3000", "--virtual-time-budget=5000")
+    run_chromium(tmp_path, *window, f"--screenshot={shot}", page.as_uri())
+    dom = run_chromium(tmp_path, *window, "--dump-dom", page.as_uri()).stdout
+    measured = re.search(r'data-scroll-width="(\d+)"', dom)
+    assert imread(shot).shape[1] == 1280
+    assert measured is not None and int(measured.group(1)) <= 1280
+    assert LONG_USER in dom  # the long values are on the page, wrapped

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from analytics.audits import AuditConfig, AuditParameters, AuditReport, Status, 
 from analytics.audits import render_report as render
 from analytics.audits._config import Thresholds
 from analytics.audits._runner import AuditError
-from analytics.lake import Lake, snapshot
+from analytics.lake import Lake, LakeMissing, NoDataAsOf, open_lake, snapshot
 from schema.table import entitlement_key
 from tests.analytics.audits.conftest import found
 from tests.analytics.audits.story import TOKEN_CANARY, Story
@@ -191,3 +191,21 @@ def test_a_check_run_alone_as_of_an_instant_reads_the_log_to_then(story: Story, 
     report = run_audits(lake, as_of=during, checks=["duplicate_active_rows"])
 
     assert found(report) == {"duplicate_active_rows": 2}
+
+
+def test_a_lake_folder_with_no_data_is_refused_not_passed(tmp_path: Path) -> None:
+    empty = open_lake(str(tmp_path / "lake"))
+    with pytest.raises(LakeMissing, match="entitlements consume"):
+        run_audits(empty)
+
+
+def test_an_instant_before_the_first_change_is_refused_not_passed(story: Story, lake: Lake) -> None:
+    first = Story().now
+    story.land(lake)
+    with pytest.raises(NoDataAsOf, match="--as-of"):
+        run_audits(lake, as_of=first - timedelta(days=1))
+
+
+def test_each_result_carries_its_checks_remediation_and_docs(story: Story, audit: Audit) -> None:
+    report = audit(story)
+    assert all(r.remediation and r.docs[0].endswith(f"#{r.name}") for r in report.results)

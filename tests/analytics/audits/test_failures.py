@@ -1,0 +1,122 @@
+"""analytics/audits/_failures.py: the failing checks' rows kept in the lake, and the erasure's reach into
+them (mask, purge, holdings)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from analytics.audits import AuditReport, read_failures, run_audits
+from analytics.audits._config import Thresholds, load_config
+from analytics.erasure import AnalyticsLakeEraser
+from analytics.lake import Lake
+from analytics.lake.purge import AUDIT_FAILURES, PURGED_DATASETS
+from schema.table import cancellation_key
+from tests.analytics.audits.story import Story
+
+Audit = Callable[..., AuditReport]
+
+
+def plant_duplicate(story: Story) -> None:
+    story.signup("mallory", "acct-m1")
+    story.tick(minutes=5)
+    story.signup("mallory", "acct-m2")
+
+
+def plant_record_naming_anothers_account(story: Story) -> None:
+    """frank's cancellation record names the account alice's Active row uses."""
+    story.put(story.record(cancellation_key("frank"), "frank", "acct-a1", 1_999_999_999))
+
+
+@pytest.fixture
+def stored(story: Story, lake: Lake) -> AuditReport:
+    plant_duplicate(story)
+    plant_record_naming_anothers_account(story)
+    story.land(lake)
+    return run_audits(lake, store_failures_in_lake=True)
+
+
+def test_every_row_of_each_failing_check_is_stored_under_the_runs_id(stored: AuditReport, lake: Lake) -> None:
+    rows = read_failures(lake)
+    failing = {r.name: r.rows_involved for r in stored.results if r.status.value != "pass"}
+    per_check: dict[str, int] = {}
+    for name in rows["check_name"].to_pylist():
+        per_check[name] = per_check.get(name, 0) + 1
+    assert per_check == failing
+    assert set(rows["audit_id"].to_pylist()) == {stored.stored_failures and stored.stored_failures.audit_id}
+
+
+def test_the_report_says_where_the_rows_were_stored(stored: AuditReport) -> None:
+    assert stored.stored_failures is not None
+    assert stored.stored_failures.dataset == AUDIT_FAILURES
+    assert stored.stored_failures.rows == sum(
+        r.rows_involved for r in stored.results if r.status.value != "pass"
+    )
+
+
+def test_a_stored_row_holds_the_finding_as_the_json_report_gives_it(stored: AuditReport, lake: Lake) -> None:
+    rows = read_failures(lake).to_pylist()
+    duplicate = [json.loads(r["row"]) for r in rows if r["check_name"] == "duplicate_active_rows"]
+    assert duplicate == stored.result("duplicate_active_rows").rows
+
+
+def test_a_finding_naming_a_second_user_stores_them_as_the_other_user(
+    stored: AuditReport, lake: Lake
+) -> None:
+    rows = read_failures(lake).to_pylist()
+    named = {
+        (r["user_id"], r["other_user_id"]) for r in rows if r["check_name"] == "cleanup_names_active_account"
+    }
+    assert named == {("frank", "alice")}
+
+
+def test_a_run_with_nothing_failing_stores_nothing(story: Story, lake: Lake) -> None:
+    story.land(lake)
+    report = run_audits(lake, store_failures_in_lake=True)
+    assert report.stored_failures is not None and report.stored_failures.rows == 0
+    assert read_failures(lake).num_rows == 0
+
+
+def test_rows_of_checks_that_pass_under_their_thresholds_are_not_stored(story: Story, lake: Lake) -> None:
+    plant_duplicate(story)
+    story.land(lake)
+    lenient = load_config().model_copy(
+        update={"checks": {"duplicate_active_rows": Thresholds(), "duplicate_active_rows_ever": Thresholds()}}
+    )
+    run_audits(lake, lenient, store_failures_in_lake=True)
+    assert read_failures(lake).num_rows == 0
+
+
+def test_the_stored_failures_are_a_dataset_the_erasure_purges() -> None:
+    assert AUDIT_FAILURES in PURGED_DATASETS
+
+
+def test_reading_them_hides_the_users_an_erasure_masks(stored: AuditReport, lake: Lake) -> None:
+    AnalyticsLakeEraser(lake).mask(["mallory", "alice"])
+    users = {u for r in read_failures(lake).to_pylist() for u in (r["user_id"], r["other_user_id"]) if u}
+    assert "mallory" not in users and "alice" not in users
+
+
+def test_the_erasure_purge_deletes_the_stored_rows_of_the_user_and_the_holdings_check_sees_it(
+    stored: AuditReport, lake: Lake
+) -> None:
+    eraser = AnalyticsLakeEraser(lake)
+    assert eraser.holds("mallory") is True
+    eraser.purge(["mallory"])
+    assert "mallory" not in read_failures(lake)["user_id"].to_pylist()
+    assert eraser.holds("mallory") is False
+
+
+def test_the_purge_reaches_a_user_named_only_as_the_other_user(stored: AuditReport, lake: Lake) -> None:
+    eraser = AnalyticsLakeEraser(lake)
+    eraser.purge(["alice"])
+    assert "alice" not in read_failures(lake)["other_user_id"].to_pylist()
+    assert not any(b"alice" in path.read_bytes() for path in (lake_files(lake)))
+
+
+def lake_files(lake: Lake) -> list[Path]:
+    root = Path(lake.base) / AUDIT_FAILURES
+    return [p for p in root.rglob("*") if p.is_file()]
