@@ -57,6 +57,26 @@ it reads, `ContentBasedDeduplication` (a FIFO queue's), without the counts; GetQ
 other reader still get them all. Relies on `moto.sqs.models.Queue.attributes` being a property and on
 `Queue.fifo_queue`, `Queue.content_based_deduplication`, `SQSBackend.send_message` and
 `SQSBackend.send_message_batch`.
+
+`install_sqs_receive_cost()`: moto's `SQSBackend.receive_message` checks each message it returns against
+the queue's retention period through `get_queue_attributes`, which builds `queue.attributes` (the three
+passes over every message held) for each message, so a receive of ten from a queue holding n messages
+costs 30 n. A relinker draining 192 jobs at concurrency 16 spent most of moto's time there (py-spy):
+receives took ~250 ms instead of ~10, and the DynamoDB calls queued behind them. The patch reads the
+queue's `message_retention_period` alone, with the same rule (a message is kept while its sent time plus
+the period is later than now). Relies on `SQSBackend.is_message_valid_based_on_retention_period(self,
+queue_name, message)`, `SQSBackend.get_queue`, `Queue.message_retention_period` and
+`Message.sent_timestamp` (milliseconds).
+
+`install_query_cost()`: moto's `Table.query` on the table itself (no index) builds its candidates from
+`Table.all_items()`, every item of the table sorted, then keeps the partition's: a Query costs the whole
+table (a sort of n items with Python comparisons), where DynamoDB reads the one partition. The relinker's
+Query took most of moto's DynamoDB time at 200 users (py-spy) and every route's read slows as the table
+grows. Inside a table Query (and only there, per thread) `all_items` answers the named partition's items
+alone, sorted as moto sorts them, so the filters, order, paging and limits that follow are moto's own.
+An index Query is untouched. Relies on `Table.query(self, hash_key, ..., index_name, ...)` filtering
+`self.all_items()` by `item.hash_key == hash_key` when `index_name` is None, on `Table.items` (hash ->
+range -> Item, or hash -> Item) and `Table.all_items`'s sort key.
 """
 
 from __future__ import annotations
@@ -68,6 +88,8 @@ __all__ = [
     "UnsupportedMotoVersion",
     "as_ttl_service",
     "check_moto_supported",
+    "install_query_cost",
+    "install_sqs_receive_cost",
     "install_sqs_send_cost",
     "install_stream_fidelity",
     "install_stream_identity_hook",
@@ -91,6 +113,7 @@ from types import ModuleType
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
+from moto.core.utils import unix_time
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
@@ -459,3 +482,80 @@ def install_sqs_send_cost() -> None:
         Queue.attributes = property(queue_attributes)  # type: ignore[method-assign,assignment]
         SQSBackend.send_message = sending(SQSBackend.send_message)  # type: ignore[method-assign]
         SQSBackend.send_message_batch = sending(SQSBackend.send_message_batch)  # type: ignore[method-assign]
+
+
+# ---- SQS: a receive costs what it returns, not the depth of the queue --------------------------------
+
+_SQS_RECEIVE_MARKER = "_entitlements_sqs_receive_cost"
+
+
+def install_sqs_receive_cost() -> None:
+    """Make moto's ReceiveMessage cost what it returns, as in SQS (see the module docstring).
+    Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        current = SQSBackend.is_message_valid_based_on_retention_period
+        if getattr(current, _SQS_RECEIVE_MARKER, False):
+            return
+
+        def retained(self: SQSBackend, queue_name: str, message: Any) -> bool:
+            # As moto's check, reading the one attribute it needs instead of all of them.
+            queue = self.get_queue(queue_name)
+            period = int(getattr(queue, "message_retention_period"))  # noqa: B009 (set from the attributes, untyped)
+            return bool(period + message.sent_timestamp / 1000 > unix_time())
+
+        setattr(retained, _SQS_RECEIVE_MARKER, True)
+        SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
+
+
+# ---- DynamoDB: a Query of a table's partition costs the partition, not the table ---------------------
+
+_QUERY_MARKER = "_entitlements_query_cost"
+_querying = threading.local()
+
+
+def _partition_items(table: Table, hash_key: DynamoType) -> list[Item]:
+    """What moto's `Table.all_items` answers, for the one partition `hash_key` (same order)."""
+    partition = table.items.get(hash_key)
+    if partition is None:
+        return []
+    if not table.range_key_attr:
+        return [partition] if isinstance(partition, Item) else []
+    return sorted(partition.values(), key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+
+
+def install_query_cost() -> None:
+    """Make moto's Query on a table (not an index) read the one partition it names, as DynamoDB does
+    (see the module docstring). Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        if getattr(Table.query, _QUERY_MARKER, False):
+            return
+        original_query = Table.query
+        original_all_items = Table.all_items
+        signature = inspect.signature(original_query)
+
+        @functools.wraps(original_query)
+        def query(self: Table, *args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(self, *args, **kwargs).arguments
+            hash_key = bound.get("hash_key")
+            if bound.get("index_name") is not None or hash_key is None:
+                return original_query(self, *args, **kwargs)
+            outer = getattr(_querying, "key", None)
+            _querying.key = (self, hash_key)
+            try:
+                return original_query(self, *args, **kwargs)
+            finally:
+                _querying.key = outer
+
+        @functools.wraps(original_all_items)
+        def all_items(self: Table) -> list[Item]:
+            current = getattr(_querying, "key", None)
+            if current is not None and current[0] is self:
+                return _partition_items(self, current[1])
+            answer: list[Item] = original_all_items(self)
+            return answer
+
+        setattr(query, _QUERY_MARKER, True)
+        Table.query = query  # type: ignore[method-assign]
+        Table.all_items = all_items  # type: ignore[method-assign]

@@ -13,7 +13,8 @@ It also installs `devstack._moto_patches.install_transaction_rollback()`: withou
 TransactWriteItems orphans the stream shard every open iterator reads (phantom records, then nothing)
 and every transaction copies the whole table. And `install_stream_fidelity()`: a put or update that
 changes nothing writes no stream record, as in AWS (docs/local-stack.md). And `install_sqs_send_cost()`:
-an SQS send costs what it sends, not the depth of the queue.
+an SQS send costs what it sends, not the depth of the queue, and `install_sqs_receive_cost()`: a receive
+what it returns. And `install_query_cost()`: a Query of a table reads its partition, not every item.
 
 Relies on moto internals (pinned in pyproject.toml, moto[server]==5.2.5): `ThreadedMotoServer._server_entry`
 is overridden to wrap moto's WSGI application, built from `DomainDispatcherApplication(create_backend_app)`
@@ -39,6 +40,8 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 from devstack._moto_patches import (
+    install_query_cost,
+    install_sqs_receive_cost,
     install_sqs_send_cost,
     install_stream_fidelity,
     install_transaction_rollback,
@@ -108,6 +111,8 @@ class MotoServer:
         install_transaction_rollback()  # process-wide: moto's state is shared by every server here
         install_stream_fidelity()  # no stream record for a write that changes nothing, as in AWS
         install_sqs_send_cost()  # an SQS send costs what it sends, whatever the queue's depth, as in AWS
+        install_sqs_receive_cost()  # and a receive what it returns
+        install_query_cost()  # a Query of a table costs its partition, not the table
         self.dynamodb_lock = threading.RLock()
         self._server = _LockingThreadedMotoServer(port, self.dynamodb_lock)
         self._endpoint: str | None = None

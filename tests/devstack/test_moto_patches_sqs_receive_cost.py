@@ -1,0 +1,76 @@
+"""An SQS receive on the local stack costs what it returns (devstack._moto_patches.install_sqs_receive_cost):
+moto's receive no longer counts the queue's messages for every message it returns, and a message past
+the queue's retention period is still never returned."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto.sqs.models import Queue
+
+import devstack._moto_patches as patches
+
+_COUNTS = (
+    "approximate_number_of_messages",
+    "approximate_number_of_messages_delayed",
+    "approximate_number_of_messages_not_visible",
+)
+
+
+@pytest.fixture
+def sqs(moto_endpoint: str) -> Any:
+    return boto3.client("sqs", endpoint_url=moto_endpoint, region_name="eu-west-1")
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every read of a queue's message counts, by name, while the test runs."""
+    reads: list[str] = []
+    for name in _COUNTS:
+        original = Queue.__dict__[name]
+
+        def read(queue: Queue, _name: str = name, _original: Any = original) -> int:
+            reads.append(_name)
+            return int(_original.fget(queue))
+
+        monkeypatch.setattr(Queue, name, property(read))
+    yield reads
+
+
+def _queue_of(sqs: Any, count: int, **attributes: str) -> str:
+    url: str = sqs.create_queue(QueueName=f"receive-cost-{uuid.uuid4().hex[:12]}", Attributes=attributes)[
+        "QueueUrl"
+    ]
+    for start in range(0, count, 10):
+        entries = [{"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(min(10, count - start))]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    return url
+
+
+def test_a_receive_of_ten_from_a_deep_queue_reads_none_of_its_message_counts(
+    sqs: Any, counted: list[str]
+) -> None:
+    url = _queue_of(sqs, 50)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert (len(received), counted) == (10, [])
+
+
+def test_a_message_past_the_retention_period_is_never_received(
+    sqs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = _queue_of(sqs, 1, MessageRetentionPeriod="60")
+    later = patches.unix_time() + 61
+    monkeypatch.setattr(patches, "unix_time", lambda: later)
+    assert sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []) == []
+
+
+def test_a_message_within_the_retention_period_is_received(sqs: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = _queue_of(sqs, 1, MessageRetentionPeriod="60")
+    later = patches.unix_time() + 50
+    monkeypatch.setattr(patches, "unix_time", lambda: later)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [message["Body"] for message in received] == ["m0"]
