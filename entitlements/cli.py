@@ -177,10 +177,13 @@ def _one_line(text: str) -> str:
 
 def _usage_line(refused: typer.TyperException) -> str:
     ctx = getattr(refused, "ctx", None)
-    path = ctx.command_path if ctx is not None else "entitlements"
-    where = path.removeprefix("entitlements").strip()
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:  # the root's own name is always `entitlements`
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    where = " ".join(names)
     message = _one_line(refused.format_message())
-    hint = f" (see `{path} --help`)" if ctx is not None else ""
+    hint = f" (see `{' '.join(['entitlements', *names])} --help`)" if getattr(refused, "ctx", None) else ""
     return f"{where + ': ' if where else ''}{message}{hint}"
 
 

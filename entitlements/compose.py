@@ -102,12 +102,12 @@ class SetupMissingError(TerminalError):
 _MISSING_TABLE = "ResourceNotFoundException"
 
 
-def table_stream_arn(settings: Settings) -> str:
-    """The entitlements table's latest stream, looked up (never created): a missing table or stream names
-    `entitlements table create`."""
+def table_stream_arn(settings: Settings, *, table_name: str | None = None) -> str:
+    """The entitlements table's (`table_name`, default the settings') latest stream, looked up (never
+    created): a missing table or stream names `entitlements table create`."""
     dynamodb = aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
-    name = settings.consumer.table_name
-    fix = f"run `entitlements table create` (table: ENTITLEMENTS_CONSUMER__TABLE_NAME={name})"
+    name = table_name or settings.consumer.table_name
+    fix = "run `entitlements table create`, or set ENTITLEMENTS_CONSUMER__TABLE_NAME to the table's name"
     try:
         with converted("DynamoDB DescribeTable"):
             table = dynamodb.describe_table(TableName=name)["Table"]
@@ -116,10 +116,10 @@ def table_stream_arn(settings: Settings) -> str:
             raise
         table = None
     if table is None:
-        raise SetupMissingError(f"the entitlements table does not exist: {fix}")
+        raise SetupMissingError(f"the entitlements table {name} does not exist: {fix}")
     arn = table.get("LatestStreamArn")
     if not isinstance(arn, str):
-        raise SetupMissingError(f"the entitlements table has no stream: {fix}")
+        raise SetupMissingError(f"the entitlements table {name} has no stream: {fix}")
     return arn
 
 

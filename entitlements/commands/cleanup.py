@@ -97,10 +97,12 @@ def repair(
     Exits 0 when every listed row was marked (or, with --dry-run, listed), 1 when some could not be."""
     configure_logging()
     settings = load_settings()
+    # The table, reached once first: an unreachable or missing table is one line, not one per account.
+    compose.table_stream_arn(settings)
     report = repair_removed_rows(
         aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS),
         settings.consumer.table_name,
-        LakeDeletedAccounts(lake_from_settings(settings)),
+        LakeDeletedAccounts(lake_from_settings(settings, create=False)),
         clock=clock_from_settings(settings.clock),
         dry_run=dry_run,
     )

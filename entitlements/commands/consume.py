@@ -15,7 +15,6 @@ from types import FrameType
 import typer
 
 from config import Settings, load_settings
-from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from entitlements.commands._stores import (
     Stores,
@@ -38,14 +37,12 @@ def consume(
     stream_arn: str = typer.Option(None, help="Stream to read; default the table's latest stream."),
 ) -> None:
     """Run the KCL consumer of the table's stream until SIGTERM or Ctrl-C (then checkpoint and stop)."""
+    from entitlements import compose  # noqa: PLC0415 (kept off `--help`)
+
     configure_logging()
     settings = load_settings()
-    arn = stream_arn or settings.consumer.stream_arn
-    if arn is None:
-        table = aws_client(settings.aws, "dynamodb").describe_table(TableName=settings.consumer.table_name)
-        arn = table["Table"].get("LatestStreamArn")
-        if arn is None:
-            raise typer.BadParameter("the table has no stream; run `entitlements table create`")
+    compose.launcher(settings)  # the JVM and the jar, checked before any lease is taken
+    arn = stream_arn or settings.consumer.stream_arn or compose.table_stream_arn(settings)
     # Stable across restarts: a restarted worker takes its own lease back at once (its lease names it).
     worker = (
         worker_id
@@ -133,12 +130,17 @@ def replay_parked() -> None:
     """Run parked batches again through the consumer's path, each to the handler that could not finish
     it, flushing the sinks it feeds (the lake) before the batch is removed. A record that cannot be
     decoded is quarantined, one now refused is dead-lettered, the rest replay; a damaged parked file is
-    skipped, named on one line. Exits 1 while anything stays parked."""
+    skipped, named on one line. Exits 1 while anything stays parked. With nothing parked it ends at once,
+    needing no AWS."""
     configure_logging()
     settings = load_settings()
+    parked = Stores.from_settings(settings).parked
+    if parked.count() == len(parked.damaged()):  # nothing that can replay: no handler is built
+        typer.echo("nothing parked" if parked.count() == 0 else "nothing parked that can be read")
+        exit_if_damaged("replay-parked", parked)
+        return
     with one_line_errors("replay-parked"):
         report = build_recovery(settings).replay_parked()
-        parked = Stores.from_settings(settings).parked
         still = parked.count()
     print_report("replayed parked batches:", report, "still parked")
     exit_if_damaged("replay-parked", parked)

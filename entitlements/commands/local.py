@@ -28,12 +28,17 @@ from pydantic import SecretStr
 from config import AwsSettings, ClockSettings, Settings, load_settings
 from devstack.fake_array import FakeArrayServer
 from devstack.fake_transactions import FakeTransactionsServer
-from devstack.stack import LocalStack, StackEndpoints
+from devstack.stack import LocalStack, StackEndpoints, ensure_free_ports
 from entitlements import compose
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
 
 app = typer.Typer(no_args_is_help=True, help="The local stack (moto on 127.0.0.1).")
+
+
+class _StopRequested(Exception):
+    """SIGTERM or Ctrl-C while the stack is starting."""
+
 
 # moto accepts any credentials; these dummies keep every SDK (boto3, the Java KCL) off real accounts.
 _LOCAL_CREDENTIAL = "testing"
@@ -126,6 +131,13 @@ def _set_up(settings: Settings, endpoints: StackEndpoints) -> None:
     typer.echo(f"erasure queue: {channel.queue_url}")
 
 
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+
+
 def _print_endpoints(
     endpoints: StackEndpoints, clock_settings: ClockSettings, urls: tuple[str, str, str | None]
 ) -> None:
@@ -191,9 +203,21 @@ def up(
     ] = None,
 ) -> None:
     """Run moto + the TTL emulator (+ the table), the fake Array and transactions-service (+ the
-    entitlements service) on 127.0.0.1 until Ctrl-C."""
+    entitlements service) on 127.0.0.1 until Ctrl-C or SIGTERM. A port already in use is refused before
+    anything starts; a stop asked for while starting stops what has started."""
     configure_logging()
     settings = load_settings()
+    port_wanted = settings.service.port if service_port is None else service_port
+    ensure_free_ports(
+        {
+            "--port": port,
+            "--array-port": array_port,
+            "--transactions-port": transactions_port,
+            "--service-port": port_wanted if service and table else 0,
+        }
+    )
+    if env_file is not None:  # a folder that cannot hold it is refused before anything starts
+        env_file.parent.mkdir(parents=True, exist_ok=True)
     clock_settings = _clock_settings(settings, clock_speed, clock_start)
     stack = LocalStack(
         clock=clock_from_settings(clock_settings),
@@ -203,9 +227,12 @@ def up(
         ttl_interval_seconds=ttl_interval,
     )
     stop = threading.Event()
+    started = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        if not started.is_set():  # still starting: unwind now (the finally below stops what started)
+            raise _StopRequested
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
@@ -218,9 +245,9 @@ def up(
         every_account_exists=True,
     )
     transactions = FakeTransactionsServer(port=transactions_port)
-    endpoints = stack.start()
     running = contextlib.ExitStack()
     try:
+        endpoints = stack.start()
         array.start()
         transactions.start()
         if setup:
@@ -232,7 +259,6 @@ def up(
             local = _local_settings(
                 settings, endpoints, clock_settings, array_url=array.url, transactions_url=transactions.url
             )
-            port_wanted = settings.service.port if service_port is None else service_port
             service_url = running.enter_context(local_service(local, port=port_wanted)).url
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
@@ -241,16 +267,18 @@ def up(
             ).items()
         )
         if env_file is not None:
-            env_file.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(exports)
+            _write_private(env_file, exports)
         _print_endpoints(endpoints, clock_settings, (array.url, transactions.url, service_url))
         typer.echo("# export these in other shells:")
         typer.echo(exports, nl=False)
         typer.echo("# Ctrl-C to stop", err=True)
+        started.set()
         stop.wait()
+    except _StopRequested:
+        typer.echo("entitlements: local up: stopped while starting", err=True)
+        raise typer.Exit(143) from None
     finally:
+        started.set()  # a second signal while stopping waits for the stop
         running.close()
         transactions.stop()
         array.stop()

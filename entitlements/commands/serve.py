@@ -15,6 +15,7 @@ import typer
 import uvicorn
 
 from config import load_settings
+from devstack.stack import ensure_free_ports
 from entitlements import compose
 from entitlements._logging import configure_logging
 
@@ -29,6 +30,10 @@ def serve(
     """Serve signup, cancellation, reactivation, second Array signup and POST /{user_id}/processor."""
     configure_logging()
     settings = load_settings()
+    bind = host or settings.service.host
+    chosen = settings.service.port if port is None else port
+    option = "--port" if port is not None else "--port or ENTITLEMENTS_SERVICE__PORT"
+    ensure_free_ports({option: chosen}, host=bind)  # uvicorn would log a traceback and exit
     import telemetry  # noqa: PLC0415 (kept off --help)
 
     metrics = settings.metrics
@@ -37,8 +42,8 @@ def serve(
     ):
         uvicorn.run(
             compose.service_app(settings),
-            host=host or settings.service.host,
-            port=settings.service.port if port is None else port,
+            host=bind,
+            port=chosen,
             log_config=None,  # the entry point's JSON logging on stderr
             access_log=False,
             lifespan="on",

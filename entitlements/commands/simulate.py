@@ -32,10 +32,10 @@ from devstack.simulator import (
     plant_faults,
     run_simulation,
 )
+from entitlements import compose
 from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
 from pipeline.clock import clock_from_settings
-from schema.errors import EntitlementsError
 
 app = typer.Typer()
 
@@ -140,20 +140,21 @@ def simulate(
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
-    table = EntitlementTable(aws_client(settings.aws, "dynamodb"), config.table_name)
     if unguarded_links and (clients == 0 or service_url is not None):
         raise typer.BadParameter("--unguarded-links needs --clients and the in-process service")
+    if summary_json is not None:  # a folder that cannot hold it is refused before anything is written
+        summary_json.parent.mkdir(parents=True, exist_ok=True)
+    # The table, reached once first: missing or unreachable, one line naming the fix (the messages of
+    # the errors below hold codes only, never keys or bodies).
+    compose.table_stream_arn(settings, table_name=config.table_name)
+    table = EntitlementTable(aws_client(settings.aws, "dynamodb"), config.table_name)
     summary: Any
-    try:
-        if clients == 0:
-            summary = run_simulation(config, table, clock_from_settings(settings.clock))
-        else:
-            summary = _through_the_service(
-                settings, config, table, clients=clients, service_url=service_url, unguarded=unguarded_links
-            )
-    except EntitlementsError as error:  # messages hold codes only, never keys or bodies
-        typer.echo(f"simulate failed: {error}", err=True)
-        raise typer.Exit(1) from None
+    if clients == 0:
+        summary = run_simulation(config, table, clock_from_settings(settings.clock))
+    else:
+        summary = _through_the_service(
+            settings, config, table, clients=clients, service_url=service_url, unguarded=unguarded_links
+        )
     if summary_json is not None:
         _write_private(summary_json, json.dumps(summary.to_json(include_keys=True), indent=2) + "\n")
     typer.echo(json.dumps(summary.to_json(include_keys=False), indent=2))

@@ -110,12 +110,13 @@ def test_an_all_zero_mix_is_a_usage_error(moto_endpoint: str, table: TableDescri
     assert invoke(moto_endpoint, table, *zero).exit_code == 2
 
 
-def test_a_missing_table_fails_with_the_error_code_only(moto_endpoint: str) -> None:
+def test_a_missing_table_is_one_line_naming_the_command_that_makes_it(moto_endpoint: str) -> None:
     missing = TableDescription(unique_table_name("missing"), "arn", "arn", created=False)
     result = invoke(moto_endpoint, missing, "--operations", "1")
     assert (result.exit_code, result.stderr.strip()) == (
-        1,
-        "simulate failed: DynamoDB PutItem failed: ResourceNotFoundException",
+        2,
+        f"entitlements: the entitlements table {missing.table_name} does not exist: run "
+        "`entitlements table create`, or set ENTITLEMENTS_CONSUMER__TABLE_NAME to the table's name",
     )
 
 
@@ -201,7 +202,7 @@ def test_unguarded_links_are_refused_when_an_endpoint_is_not_loopback(
 ) -> None:
     env = service_env(world, ENTITLEMENTS_ARRAY__BASE_URL="https://array.example.com")
     result = invoke(moto_endpoint, table, "--clients", "2", "--unguarded-links", **env)
-    assert (result.exit_code, "array.base_url is not loopback" in result.stderr) == (1, True)
+    assert (result.exit_code, "array.base_url is not loopback" in result.stderr) == (2, True)
 
 
 def test_unguarded_links_need_the_in_process_service(moto_endpoint: str, table: TableDescription) -> None:

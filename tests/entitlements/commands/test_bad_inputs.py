@@ -1,0 +1,433 @@
+"""Every command, given a bad input or a misconfiguration: one line on stderr naming what is at fault, a
+non-zero exit, no traceback (entitlements/cli.py's contract; each command's own checks).
+
+For every command: a bad setting value, a mistyped variable and a section that is not JSON; then, where
+the command has one, a missing path, a malformed file and an unreachable endpoint (a closed port on
+127.0.0.1; for the servers, a port already in use). The cases the issue names are among them.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from analytics.lake import open_lake
+from entitlements.cli import app
+from pipeline.tables import create_table
+from tests.analytics.audits.story import clean_story
+from tests.analytics.lake.delta_files import data_files
+from tests.entitlements.commands._stored import StateDir, stream_record
+from tests.pipeline._consumer_fakes import STREAM
+from tests.support.dynamodb import client
+
+CANARY = "canary-5e1f-not-to-be-shown"
+
+# Every command, with the arguments that make it run (not just print its help).
+COMMANDS: dict[str, list[str]] = {
+    "local up": ["local", "up", "--no-service"],
+    "table create": ["table", "create"],
+    "simulate": ["simulate", "--operations", "5"],
+    "demo": ["demo", "--state-dir", "{tmp}/demo"],
+    "serve": ["serve"],
+    "consume": ["consume"],
+    "replay-parked": ["replay-parked"],
+    "consumer-status": ["consumer-status"],
+    "quarantine list": ["quarantine", "list"],
+    "quarantine export": ["quarantine", "export", "{tmp}/export.jsonl"],
+    "quarantine redrive": ["quarantine", "redrive"],
+    "dead-letter list": ["dead-letter", "list"],
+    "dead-letter export": ["dead-letter", "export", "{tmp}/export.jsonl"],
+    "dead-letter redrive": ["dead-letter", "redrive"],
+    "cleanup setup": ["cleanup", "setup"],
+    "cleanup retry-worker": ["cleanup", "retry-worker", "--drain", "--max-seconds", "5"],
+    "cleanup repair": ["cleanup", "repair", "--dry-run"],
+    "erasure setup": ["erasure", "setup"],
+    "erasure worker": ["erasure", "worker", "--wait-seconds", "0"],
+    "relinker setup": ["relinker", "setup"],
+    "relinker enqueue": ["relinker", "enqueue", "--user", "u1"],
+    "relinker run": ["relinker", "run", "--drain", "--max-seconds", "5"],
+    "sql": ["sql", "SELECT count(*) FROM changes"],
+    "snapshot": ["snapshot"],
+    "compact": ["compact"],
+    "lake files": ["lake", "files"],
+    "lake migrate": ["lake", "migrate"],
+    "mine": ["mine", "cleanup_latency"],
+    "audit": ["audit"],
+}
+# `erasure validate` reads no settings (it checks messages against the contract alone): its cases are below.
+
+
+@dataclass
+class World:
+    """One test's folder, environment and ports: AWS is the session's moto (nothing made there yet under
+    this test's names) unless a case points it at the closed port."""
+
+    tmp: Path
+    moto: str
+    closed: int
+    busy: int
+    env: dict[str, str] = field(default_factory=dict)
+
+    def fill(self, text: str) -> str:
+        for name, value in (("tmp", self.tmp), ("closed", self.closed), ("busy", self.busy)):
+            text = text.replace("{" + name + "}", str(value))
+        return text
+
+    def run(self, argv: list[str], **env: str) -> Result:
+        environ = {**self.env, **{name: self.fill(value) for name, value in env.items()}}
+        return CliRunner().invoke(app, [self.fill(arg) for arg in argv], env=environ)
+
+    @property
+    def state(self) -> StateDir:
+        return StateDir(self.tmp / "state")
+
+    def dead_aws(self) -> dict[str, str]:
+        return {"ENTITLEMENTS_AWS__ENDPOINT_URL": f"http://127.0.0.1:{self.closed}"}
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield int(holder.getsockname()[1])
+
+
+@pytest.fixture
+def world(
+    tmp_path: Path, moto_endpoint: str, closed_port: int, busy_port: int, monkeypatch: pytest.MonkeyPatch
+) -> World:
+    monkeypatch.chdir(tmp_path)  # a default relative path (var/...) lands here, never in the repository
+    name = f"bad-{uuid.uuid4().hex[:10]}"
+    w = World(tmp_path, moto_endpoint, closed_port, busy_port)
+    w.env = {
+        "ENTITLEMENTS_AWS__ENDPOINT_URL": moto_endpoint,
+        "ENTITLEMENTS_AWS__REGION": "eu-west-1",
+        "ENTITLEMENTS_AWS__ACCESS_KEY_ID": "testing",
+        "ENTITLEMENTS_AWS__SECRET_ACCESS_KEY": "testing",
+        "ENTITLEMENTS_AWS__MAX_ATTEMPTS": "1",
+        "ENTITLEMENTS_CONSUMER__TABLE_NAME": name,
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"),
+        "ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "lake"),
+        "ENTITLEMENTS_ARRAY__BASE_URL": f"http://127.0.0.1:{closed_port}",
+        "ENTITLEMENTS_ARRAY__MAX_ATTEMPTS": "1",
+        "ENTITLEMENTS_ERASURE__QUEUE_NAME": f"{name}-erasure",
+        "ENTITLEMENTS_ERASURE__RESPONSES_QUEUE_NAME": f"{name}-responses",
+        "ENTITLEMENTS_ERASURE__TOPIC_NAME": f"{name}-topic",
+        "ENTITLEMENTS_SERVICE__RELINKER_QUEUE_NAME": f"{name}-relink",
+        "ENTITLEMENTS_SERVICE__PORT": str(busy_port),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    return w
+
+
+def refused_on_one_line(result: Result) -> str:
+    """The contract: a non-zero exit, exactly one line on stderr, no traceback anywhere."""
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# -- every command: settings --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_bad_setting_value_is_named_by_its_variable_and_rule_never_the_value(
+    world: World, command: str
+) -> None:
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE__FLUSH_ROWS=CANARY))
+    assert "ENTITLEMENTS_LAKE__FLUSH_ROWS: int_parsing" in line
+    assert CANARY not in line
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_mistyped_variable_is_named_as_a_likely_typo(world: World, command: str) -> None:
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE_ROOT=str(world.tmp / "x")))
+    assert (
+        "ENTITLEMENTS_LAKE_ROOT: unknown setting, a likely typo (did you mean ENTITLEMENTS_LAKE__ROOT?)"
+        in line
+    )
+    assert not (world.tmp / "var").exists() and not (world.tmp / "x").exists()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_settings_section_that_is_not_json_names_the_section(world: World, command: str) -> None:
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_ARRAY=f'{{"app_key": "{CANARY}"'))
+    assert "ENTITLEMENTS_ARRAY: not a JSON object" in line
+    assert CANARY not in line
+
+
+# -- unreachable endpoints ---------------------------------------------------------------------------
+
+DEAD_AWS = [
+    "table create",
+    "simulate",
+    "consume",
+    "cleanup setup",
+    "cleanup retry-worker",
+    "cleanup repair",
+    "erasure setup",
+    "erasure worker",
+    "relinker setup",
+    "relinker enqueue",
+    "relinker run",
+]
+
+
+@pytest.mark.parametrize("command", DEAD_AWS)
+def test_an_unreachable_aws_endpoint_is_named_with_the_fix(world: World, command: str) -> None:
+    line = refused_on_one_line(world.run(COMMANDS[command], **world.dead_aws()))
+    assert "cannot reach AWS" in line
+    assert "entitlements local up" in line and "ENTITLEMENTS_AWS__ENDPOINT_URL" in line
+
+
+def test_an_unreachable_aws_endpoint_is_named_by_its_address(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["table create"], **world.dead_aws()))
+    assert line == (
+        f"entitlements: DynamoDB CreateTable failed: EndpointConnectionError: cannot reach AWS at "
+        f"http://127.0.0.1:{world.closed}: start it (`entitlements local up` for the local stack) or fix "
+        "ENTITLEMENTS_AWS__ENDPOINT_URL"
+    )
+
+
+def _parked(world: World) -> None:
+    world.state.parked.park(
+        handler="cleanup", stream_arn=STREAM, shard_id="shardId-1",
+        records=[_raw(stream_record("e-1"))], reason="OSError",
+    )  # fmt: skip
+
+
+def _raw(data: bytes) -> object:
+    from pipeline.parking import RawRecord  # noqa: PLC0415
+
+    return RawRecord(data, "100")
+
+
+STORED: dict[str, Callable[[World], None]] = {
+    "replay-parked": _parked,
+    "quarantine redrive": lambda w: w.state.quarantined(stream_record("e-1")),
+    "dead-letter redrive": lambda w: w.state.dead_lettered(stream_record("e-1")),
+}
+
+
+@pytest.mark.parametrize("command", STORED)
+def test_replaying_stored_records_against_an_unreachable_endpoint_is_one_line(
+    world: World, command: str
+) -> None:
+    STORED[command](world)
+    line = refused_on_one_line(world.run(COMMANDS[command], **world.dead_aws()))
+    assert "EndpointConnectionError" in line or "cannot reach AWS" in line
+
+
+@pytest.mark.parametrize("command", ["sql", "snapshot", "compact", "lake files", "mine", "audit"])
+def test_a_lake_on_an_unreachable_s3_endpoint_is_one_line(world: World, command: str) -> None:
+    result = world.run(COMMANDS[command], ENTITLEMENTS_LAKE__ROOT="s3://lake/x", **world.dead_aws())
+    refused_on_one_line(result)
+
+
+@pytest.mark.parametrize(("command", "option"), [("local up", "--port"), ("serve", "--port")])
+def test_a_server_port_already_in_use_is_refused_at_once(world: World, command: str, option: str) -> None:
+    line = refused_on_one_line(world.run([*COMMANDS[command], option, "{busy}"]))
+    assert f"port {world.busy}" in line and "in use" in line
+
+
+def test_serve_on_the_settings_port_in_use_names_it(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["serve"]))
+    assert f"port {world.busy}" in line and "ENTITLEMENTS_SERVICE__PORT" in line
+
+
+def test_local_up_refuses_a_port_given_twice(world: World) -> None:
+    line = refused_on_one_line(world.run([*COMMANDS["local up"], "--array-port", "{busy}"]))
+    assert f"port {world.busy}" in line
+
+
+# -- missing resources and paths ----------------------------------------------------------------------
+
+
+def test_consume_with_a_missing_table_names_the_command_that_makes_it(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["consume"]))
+    assert "does not exist: run `entitlements table create`" in line
+
+
+def test_consume_with_a_missing_launcher_jar_names_the_variable(world: World) -> None:
+    line = refused_on_one_line(
+        world.run(COMMANDS["consume"], ENTITLEMENTS_CONSUMER__LAUNCHER_JAR="{tmp}/missing.jar")
+    )
+    assert f"launcher jar not found at {world.tmp / 'missing.jar'}" in line
+    assert "ENTITLEMENTS_CONSUMER__LAUNCHER_JAR" in line
+
+
+def test_simulate_with_a_missing_table_names_the_command_that_makes_it(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["simulate"]))
+    assert "run `entitlements table create`" in line
+
+
+def test_erasure_worker_before_erasure_setup_names_the_setup(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["erasure worker"]))
+    assert "run `entitlements erasure setup` first" in line
+
+
+def test_the_cleanup_retry_worker_before_cleanup_setup_names_the_setup(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["cleanup retry-worker"]))
+    assert "run `entitlements cleanup setup` first" in line
+
+
+def test_the_relinker_before_its_setup_names_the_setup(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["relinker run"]))
+    assert "run `entitlements relinker setup` first" in line
+
+
+LAKE_READS = ["sql", "snapshot", "compact", "lake files", "mine", "audit", "cleanup repair"]
+
+
+@pytest.mark.parametrize("command", LAKE_READS)
+def test_a_missing_lake_names_its_path_and_never_creates_it(world: World, command: str) -> None:
+    create_table(client(world.moto, "dynamodb"), world.env["ENTITLEMENTS_CONSUMER__TABLE_NAME"])
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE__ROOT="{tmp}/nowhere"))
+    assert str(world.tmp / "nowhere") in line
+    assert not (world.tmp / "nowhere").exists()
+
+
+def test_erasure_validate_with_a_missing_file_names_it(world: World) -> None:
+    line = refused_on_one_line(world.run(["erasure", "validate", "{tmp}/missing.jsonl"]))
+    assert str(world.tmp / "missing.jsonl") in line and "No such file" in line
+
+
+def _a_file(world: World) -> Path:
+    path = world.tmp / "a-file"
+    path.write_text("not a folder")
+    return path
+
+
+def test_local_up_with_an_env_file_under_a_file_names_the_path(world: World) -> None:
+    _a_file(world)
+    line = refused_on_one_line(world.run([*COMMANDS["local up"], "--env-file", "{tmp}/a-file/env"]))
+    assert str(world.tmp / "a-file") in line
+
+
+def test_simulate_with_a_summary_file_under_a_file_names_the_path_before_writing(world: World) -> None:
+    _a_file(world)
+    line = refused_on_one_line(world.run([*COMMANDS["simulate"], "--summary-json", "{tmp}/a-file/s.json"]))
+    assert str(world.tmp / "a-file") in line
+
+
+@pytest.mark.parametrize("command", ["quarantine export", "dead-letter export"])
+def test_an_export_under_a_file_names_the_path(world: World, command: str) -> None:
+    (world.tmp / "state").mkdir()
+    _a_file(world)
+    argv = [*COMMANDS[command][:-1], "{tmp}/a-file/export.jsonl"]
+    line = refused_on_one_line(world.run(argv))
+    assert str(world.tmp / "a-file") in line
+
+
+def test_demo_refuses_a_state_folder_it_did_not_make(world: World) -> None:
+    (world.tmp / "demo").mkdir()
+    (world.tmp / "demo" / "mine.txt").write_text("kept")
+    refused_on_one_line(world.run(COMMANDS["demo"]))
+    assert (world.tmp / "demo" / "mine.txt").read_text() == "kept"
+
+
+# -- malformed files ----------------------------------------------------------------------------------
+
+
+def test_consumer_status_with_a_corrupt_stats_file_names_it_without_a_traceback(world: World) -> None:
+    stats = world.tmp / "state" / "stats"
+    stats.mkdir(parents=True)
+    (stats / "shardId-1.json").write_text('{"shard_id": "shardId-1", "records": ')
+    result = world.run(COMMANDS["consumer-status"])
+    assert "shardId-1.json: unreadable stats file" in result.output.splitlines()
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output + result.stderr
+
+
+def _damaged(world: World, store: str) -> Path:
+    """A record stored the store's own way, then its file overwritten with garbage."""
+    STORED[{"parked": "replay-parked", "quarantine": "quarantine redrive"}.get(store, "dead-letter redrive")](
+        world
+    )
+    (stored,) = [path for path in (world.tmp / "state" / store).rglob("*") if path.is_file()]
+    stored.write_bytes(b"\x00garbage")
+    return stored
+
+
+@pytest.mark.parametrize(
+    ("command", "store"),
+    [
+        ("replay-parked", "parked"),
+        ("quarantine list", "quarantine"),
+        ("quarantine export", "quarantine"),
+        ("dead-letter list", "dead-letter"),
+        ("dead-letter export", "dead-letter"),
+    ],
+)
+def test_a_damaged_store_file_is_named_on_one_line(world: World, command: str, store: str) -> None:
+    damaged = _damaged(world, store)
+    line = refused_on_one_line(world.run(COMMANDS[command]))
+    assert "damaged file" in line and str(damaged) in line
+
+
+@pytest.mark.parametrize("command", ["sql", "snapshot", "mine", "audit"])
+def test_a_damaged_lake_file_is_one_line(world: World, command: str) -> None:
+    lake = open_lake(str(world.tmp / "lake"))
+    clean_story().land(lake)
+    damaged = data_files(lake, "changes")[0]
+    (world.tmp / "lake" / damaged).write_bytes(b"garbage")
+    refused_on_one_line(world.run(COMMANDS[command]))
+
+
+def test_audit_with_a_malformed_thresholds_file_names_it(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    (world.tmp / "thresholds.toml").write_text("[checks\nnot toml")
+    line = refused_on_one_line(world.run([*COMMANDS["audit"], "--thresholds", "{tmp}/thresholds.toml"]))
+    assert "thresholds.toml" in line
+
+
+def test_erasure_validate_of_a_malformed_file_gives_a_verdict_per_line_never_a_traceback(
+    world: World,
+) -> None:
+    (world.tmp / "messages.jsonl").write_bytes(b"\x00\xff garbage\n{}\n")
+    result = world.run(["erasure", "validate", "{tmp}/messages.jsonl"])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "1: NOT_JSON",
+        "2: INVALID_MESSAGE $.type: required",
+        "2 messages, 0 accepted, 2 refused",
+    ]
+
+
+# -- what needs nothing -------------------------------------------------------------------------------
+
+
+def test_replay_parked_with_nothing_parked_needs_no_aws(world: World) -> None:
+    result = world.run(COMMANDS["replay-parked"], **world.dead_aws())
+    assert (result.exit_code, result.output.splitlines()) == (0, ["nothing parked"])
+
+
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(world: World) -> None:
+    line = refused_on_one_line(world.run(["table", "create", "--no-such-option"]))
+    assert line == (
+        "entitlements: table create: No such option: --no-such-option "
+        "(see `entitlements table create --help`)"
+    )
+
+
+def test_debug_shows_the_traceback(world: World) -> None:
+    result = world.run(["--debug", *COMMANDS["table create"]], **world.dead_aws())
+    assert result.exit_code != 0
+    assert type(result.exception).__name__ == "AwsRetryableError"
