@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
 public class Probe {
     public static void main(String[] args) {
         String kcl = "software.amazon.kinesis.";
-        Logger leader = LoggerFactory.getLogger(kcl + "leases.DynamoDBLockBasedLeaderDecider");
+        Logger leader = LoggerFactory.getLogger(kcl + "leader.DynamoDBLockBasedLeaderDecider");
         Logger sync = LoggerFactory.getLogger(kcl + "coordinator.PeriodicShardSyncManager");
         Logger drain = LoggerFactory.getLogger(kcl + "multilang.DrainChildSTDERRTask");
         Logger other = LoggerFactory.getLogger(kcl + "coordinator.Scheduler");

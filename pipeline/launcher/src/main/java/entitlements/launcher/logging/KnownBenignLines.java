@@ -27,7 +27,7 @@ public final class KnownBenignLines {
             // The leader decider answers "is the current leader" each time the scheduler's loop (every
             // second) and the lease-assignment cycle ask: a status, not an event.
             new Rule(
-                    "software.amazon.kinesis.leases.DynamoDBLockBasedLeaderDecider",
+                    "software.amazon.kinesis.leader.DynamoDBLockBasedLeaderDecider",
                     "Worker : {} is the current leader",
                     Level.INFO,
                     Level.DEBUG,
