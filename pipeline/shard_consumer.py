@@ -230,6 +230,8 @@ class ShardConsumer:
             telemetry.records_taken(len(records))
             if self.stats.iterator_age_ms is not None:
                 telemetry.iterator_age(self.stats.iterator_age_ms / 1000.0)
+        else:  # an empty read: nothing newer to take, the consumer is caught up
+            telemetry.iterator_age(0.0)
         self.stats.millis_behind_latest = millis_behind_latest
         due_by_size = self._window >= self._commit.every_records
         due_by_time = self._monotonic() - self._last_commit_at >= self._commit.interval_seconds

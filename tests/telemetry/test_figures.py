@@ -104,3 +104,11 @@ def test_an_erasure_answer_is_counted_by_its_type_and_what_it_says() -> None:
         lambda: telemetry.erasure_answer("erasure/ACK", "NOT_APPLICABLE"),
     )
     assert counted == {"ack": 1}
+
+
+def test_the_iterator_age_is_the_newest_records_and_zero_after_an_empty_read(tmp_path: Path) -> None:
+    consumer = make_consumer(tmp_path, Recorder("figures-c"), every=10)
+    consumer.process(records("e1"), lambda seq: None)
+    behind = sample("entitlements_consumer_iterator_age_seconds")
+    consumer.process([], lambda seq: None)
+    assert (behind > 0, sample("entitlements_consumer_iterator_age_seconds")) == (True, 0)
