@@ -172,13 +172,37 @@ def _leave_active(
 
 
 def cancellation_transaction(
-    table_name: str, user_id: str, array_account_id: str, *, ttl: int | AttributeValue, now: datetime
+    table_name: str,
+    user_id: str,
+    array_account_id: str,
+    *,
+    ttl: int | AttributeValue,
+    now: datetime,
+    displacing: str | None = None,
+    stale_ttl: int | AttributeValue | None = None,
 ) -> list[dict[str, Any]]:
-    """Cancellation: the Active row Cancelled + the cancellation record naming its account."""
+    """Cancellation: the Active row Cancelled + the cancellation record naming its account.
+
+    The record's put never replaces a record naming another account (that account would lose its
+    cleanup schedule): it requires no record on the key, or one naming this same account. `displacing`:
+    the other account the user's cancellation record names (a second signup whose retire was refused
+    kept its new row beside that record); the put then requires the record to still name it, and the
+    same transaction schedules that account on its stale key (`stale_ttl`), so it stays scheduled."""
     record = cancellation_record(user_id, array_account_id, ttl=ttl, now=now)
-    return _leave_active(
+    items = _leave_active(
         table_name, user_id, array_account_id, to=EntitlementStatus.CANCELLED, record=record, now=now
     )
+    put = items[1]["Put"]
+    if displacing is None:
+        put["ConditionExpression"] = "attribute_not_exists(pk) OR arrayAccountId = :account"
+        put["ExpressionAttributeValues"] = {":account": _s(array_account_id)}
+        return items
+    if stale_ttl is None or displacing == array_account_id:
+        raise ValueError("displacing names another account and needs its stale_ttl")
+    put["ConditionExpression"] = "arrayAccountId = :displaced"
+    put["ExpressionAttributeValues"] = {":displaced": _s(displacing)}
+    stale = stale_record(user_id, displacing, ttl=stale_ttl, now=now)
+    return [*items, {"Put": {"TableName": table_name, "Item": stale}}]
 
 
 def reactivation_transaction(

@@ -7,7 +7,9 @@ seed and `docs/table.md` describe them (every condition is stated there).
   landed in the lake with the service's other outcomes), so an account left with no row by a failed put
   is an audit finding (analytics/sql/audits/array_account_without_row.sql, after the outcome grace).
 - cancellation: the Active row Cancelled and the cancellation record (ttl = now + CLEANUP_TTL_DAYS, on
-  the user's single cancellation key, naming the account), in one transaction.
+  the user's single cancellation key, naming the account), in one transaction. A record naming another
+  account (left beside the new row by a refused retire) is never replaced silently: that account moves
+  to its stale key (ttl = now + STALE_ENTITLEMENT_TTL_DAYS) in the same transaction.
 - reactivation: the cancellation record deleted (the only delete the service's write paths perform) and
   the row it names Active again, in one transaction.
 - second Array signup: Array is asked for an account; the account the user already holds returns at once
@@ -39,6 +41,8 @@ from service.errors import ServiceUnavailableError, UnknownUserError, WrongState
 from service.outcomes import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
+
+_CANCEL_READS = 3  # reads of the user's items a cancellation makes while its record keeps changing
 
 
 @dataclass(frozen=True)
@@ -127,26 +131,52 @@ class EntitlementService:
     # -- cancellation and reactivation --------------------------------------------------------------
 
     def cancel(self, user_id: str) -> str:
-        """Cancel the user's Active row; returns the account the cancellation record names."""
-        items = self._table.user_items(user_id)
-        if not items.rows:
-            raise UnknownUserError("the user has no entitlement row")
-        row = items.latest(EntitlementStatus.ACTIVE)
-        account = None if row is None else attribute(row, "arrayAccountId")
-        if account is None:
-            raise WrongStateError("the user holds no Active row to cancel", code="not_active")
-        now = self._clock.now()
-        ttl = dynamo.ttl_after(now, self._policy.cleanup_ttl_days)
-        try:
-            self._table.transact(
-                dynamo.cancellation_transaction(self._table.table_name, user_id, account, ttl=ttl, now=now)
+        """Cancel the user's Active row; returns the account the cancellation record names.
+
+        The user's cancellation record may name another account already: a second signup whose retire
+        was refused kept its new row beside the record of the row a cancellation had just cancelled.
+        That account is then scheduled on its stale key in the same transaction (the record's put
+        requires the record to still name it), so a cancellation never takes away an account's cleanup
+        schedule. A record that changed between the read and the write is read again."""
+        for _ in range(_CANCEL_READS):
+            items = self._table.user_items(user_id)
+            if not items.rows:
+                raise UnknownUserError("the user has no entitlement row")
+            row = items.latest(EntitlementStatus.ACTIVE)
+            account = None if row is None else attribute(row, "arrayAccountId")
+            if account is None:
+                raise WrongStateError("the user holds no Active row to cancel", code="not_active")
+            held = None if items.cancellation is None else attribute(items.cancellation, "arrayAccountId")
+            displacing = held if held and held != account else None
+            now = self._clock.now()
+            transaction = dynamo.cancellation_transaction(
+                self._table.table_name,
+                user_id,
+                account,
+                ttl=dynamo.ttl_after(now, self._policy.cleanup_ttl_days),
+                now=now,
+                displacing=displacing,
+                stale_ttl=dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)
+                if displacing
+                else None,
             )
-        except TransactionRefusedError:
-            raise WrongStateError(
-                "the row stopped being Active before the cancellation", code="not_active"
-            ) from None
-        self._count("cancellation")
-        return account
+            try:
+                self._table.transact(transaction)
+            except TransactionRefusedError as refused:
+                if (refused.codes or ["?"])[0] not in ("None", ""):  # the row's own: no longer Active
+                    raise WrongStateError(
+                        "the row stopped being Active before the cancellation", code="not_active"
+                    ) from None
+                continue  # only the cancellation record changed since the read: read again
+            self._count("cancellation")
+            if displacing is not None:
+                self._count("cancellation_displaced_to_stale")
+                logger.info("cancellation moved the earlier cancelled account's schedule to its stale key")
+            return account
+        raise WrongStateError(
+            "the cancellation record kept changing during the cancellation: retry it",
+            code="cancellation_changed",
+        )
 
     def reactivate(self, user_id: str) -> str:
         """Reactivate the row the user's cancellation record names; returns its account."""

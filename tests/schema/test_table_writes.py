@@ -68,3 +68,18 @@ def test_a_second_signup_puts_the_new_row_retires_the_old_and_writes_its_stale_r
     assert put["Put"]["Item"] == new_row
     assert retire["Update"]["ExpressionAttributeValues"][":to"] == {"S": "Superseded"}
     assert stale["Put"]["Item"]["arrayAccountId"] == {"S": "a1"}
+
+
+def test_a_cancellation_record_never_replaces_one_naming_another_account() -> None:
+    _, put = cancellation_transaction("t", "u1", "a1", ttl=123, now=NOW)
+    assert put["Put"]["ConditionExpression"] == "attribute_not_exists(pk) OR arrayAccountId = :account"
+    assert put["Put"]["ExpressionAttributeValues"] == {":account": {"S": "a1"}}
+
+
+def test_a_cancellation_displacing_another_accounts_record_schedules_that_account_on_its_stale_key() -> None:
+    _, put, stale = cancellation_transaction("t", "u1", "a2", ttl=123, now=NOW, displacing="a1", stale_ttl=9)
+    assert put["Put"]["ExpressionAttributeValues"] == {":displaced": {"S": "a1"}}
+    assert (stale["Put"]["Item"]["sk"], stale["Put"]["Item"]["ttl"]) == (
+        {"S": "CLEANUP#STALE#a1"},
+        {"N": "9"},
+    )

@@ -186,3 +186,23 @@ def test_signup_answers_502_array_bad_answer_for_a_created_user_without_an_id(wo
     assert answer.status_code == 502
     assert answer.json()["error"] == "array_bad_answer"
     assert world.counting.writes == 0
+
+
+def test_processor_answers_502_array_refused_when_array_refuses_the_token(world: World) -> None:
+    world.fake.token_statuses = [400]
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        answer = client.post("/u-1/processor")
+    assert (answer.status_code, answer.json()["error"]) == (502, "array_refused")
+    assert world.fake.calls["processor_token"] == 1  # a refusal is not retried
+
+
+def test_processor_answers_502_transactions_credentials_when_transactions_service_says_401(
+    world: World,
+) -> None:
+    world.fake.transactions_statuses = [401]
+    with world.client() as client:
+        _signed_up(client, "u-1")
+        answer = client.post("/u-1/processor")
+    assert (answer.status_code, answer.json()["error"]) == (502, "transactions_credentials")
+    assert world.fake.calls["processor_token"] == 0
