@@ -1,5 +1,5 @@
 """A table history told step by step, as the typed events its stream would carry, landed through the
-lake's own landing handler. The service's operations write what seed 000 describes, each in one
+lake's own landing handler. The service's operations write what docs/table.md describes, each in one
 transaction (its records share a stream time); the raw `put`/`delete`/`outcome` steps plant anomalies.
 
 Stream time (`created_at`) and business time (createdAt/updatedAt, ttl) move together on `now`.
@@ -150,7 +150,7 @@ class Story:
         ]
         return str(account)
 
-    # -- the service's operations (seed 000) ---------------------------------------------------------
+    # -- the service's operations (docs/table.md) -----------------------------------------------------
     def signup(self, user: str, account: str) -> StreamEvent:
         self.account_created(user, account)
         return self.put(self.new_row(user, account))

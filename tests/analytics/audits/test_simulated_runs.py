@@ -1,4 +1,4 @@
-"""The demo's audit (issue 4, item 8): the simulator's writes on moto, read back from the table's stream,
+"""The demo's audit: the simulator's writes on moto, read back from the table's stream,
 decoded by the real decoder, landed by the lake's handler and audited. A clean run has no findings; with
 `--faults` the audit finds exactly the anomalies planted, on exactly the planted items."""
 
@@ -30,7 +30,7 @@ from tests.support.dynamodb import FixedClock, unique_table_name
 NOW = datetime(2030, 6, 1, tzinfo=UTC)
 
 # What each planted fault must make the audit report, check by check: the planted items' roles whose
-# (pk, sk) the check's rows name. Seed 000 says what the stale put race leaves: a row made Active again,
+# (pk, sk) the check's rows name. docs/table.md says what the stale put race leaves: a row made Active again,
 # "the user with two active rows", and the stale record naming an account in use.
 EXPECTED: dict[FaultKind, dict[str, set[str]]] = {
     FaultKind.STALE_PUT_RACE: {
