@@ -13,6 +13,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 
+_PER_REQUEST_LOGGERS = ("httpx", "httpcore", "werkzeug", "uvicorn.access")
+
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
@@ -49,5 +51,9 @@ def configure_logging(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     # botocore logs request and response bodies at DEBUG; never let them through.
-    for noisy in ("botocore", "boto3", "urllib3", "s3transfer", "httpx", "httpcore"):
+    for noisy in ("botocore", "boto3", "urllib3", "s3transfer"):
         logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLevelName(level)))
+    # These log each request's URL or path, and the client's address, at INFO; the service's paths
+    # carry user ids. Their warnings and errors still come through.
+    for per_request in _PER_REQUEST_LOGGERS:
+        logging.getLogger(per_request).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -80,3 +80,13 @@ def test_a_level_below_the_configured_one_is_not_written(capsys: pytest.CaptureF
     configure_logging("WARNING")
     logging.getLogger("pipeline.x").info("quiet")
     assert _lines(capsys) == []
+
+
+@pytest.mark.parametrize("library", ["httpx", "werkzeug", "uvicorn.access"])
+def test_a_librarys_request_line_naming_a_path_is_not_written_at_info(
+    library: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure_logging()
+    logging.getLogger(library).info("HTTP Request: %s %s", "POST", "http://127.0.0.1/user-canary-42/signup")
+    logging.getLogger(library).warning("connection pool is full")
+    assert [entry["msg"] for entry in _entries(capsys)] == ["connection pool is full"]
