@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from config import Settings
 from entitlements._clients import aws_client
 from entitlements.commands._stores import Stores
+from processors.cleanup import queue_counts
 from schema.aws_errors import aws_error_code
 from telemetry import ConsumerPresence
 
@@ -60,15 +61,7 @@ def _retry_queue(settings: Settings, name: str, now: datetime) -> dict[str, Any]
         retries={"mode": "standard", "max_attempts": 2},
     )
     try:
-        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
-        attributes = sqs.get_queue_attributes(
-            QueueUrl=url,
-            AttributeNames=[
-                "ApproximateNumberOfMessages",
-                "ApproximateNumberOfMessagesNotVisible",
-                "ApproximateNumberOfMessagesDelayed",
-            ],
-        )["Attributes"]
+        counts = queue_counts(sqs, sqs.get_queue_url(QueueName=name)["QueueUrl"])
     except ClientError as error:
         code = aws_error_code(error)
         if "NonExistentQueue" in code or "QueueDoesNotExist" in code:
@@ -76,11 +69,6 @@ def _retry_queue(settings: Settings, name: str, now: datetime) -> dict[str, Any]
         return {"name": name, "error": f"{code} from {endpoint}"}
     except BotoCoreError as error:
         return {"name": name, "error": f"{type(error).__name__}: {endpoint} did not answer"}
-    counts = {
-        "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
-        "in_flight": int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
-        "delayed": int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
-    }
     return {
         "name": name,
         "depth": _figure(sum(counts.values()), now, now),

@@ -19,6 +19,7 @@ __all__ = [
     "RetryQueues",
     "ensure_retry_queues",
     "flush_call_bounds",
+    "queue_counts",
     "repair_removed_rows",
 ]
 
@@ -35,4 +36,9 @@ from processors.cleanup._errors import (
 from processors.cleanup._handler import CleanupHandler
 from processors.cleanup._notes import LocalDeletionNotes
 from processors.cleanup._repair import DeletedAccountsSource, repair_removed_rows
-from processors.cleanup._retry_queue import DEFAULT_RETRY_QUEUE_NAME, RetryQueues, ensure_retry_queues
+from processors.cleanup._retry_queue import (
+    DEFAULT_RETRY_QUEUE_NAME,
+    RetryQueues,
+    ensure_retry_queues,
+    queue_counts,
+)

@@ -16,6 +16,7 @@ __all__ = [
     "ensure_retry_queues",
     "park_many",
     "park_work",
+    "queue_counts",
 ]
 
 import json
@@ -35,6 +36,21 @@ DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
 RETENTION_SECONDS = 14 * 24 * 3600  # 1,209,600: SQS's maximum
 MAX_DELAY_SECONDS = 900  # SQS's maximum DelaySeconds
 _SQS_MAX_BATCH = 10
+
+
+# What SQS counts on a queue, by the name the project gives each count.
+_COUNTS = {
+    "visible": "ApproximateNumberOfMessages",
+    "in_flight": "ApproximateNumberOfMessagesNotVisible",
+    "delayed": "ApproximateNumberOfMessagesDelayed",
+}
+
+
+def queue_counts(sqs: SqsClient | SqsAdminClient, queue_url: str) -> dict[str, int]:
+    """The queue's messages: visible, in flight (received, not yet deleted) and delayed (SQS's
+    approximate counts)."""
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=list(_COUNTS.values()))
+    return {name: int(attributes["Attributes"].get(attribute, 0)) for name, attribute in _COUNTS.items()}
 
 
 class SqsAdminClient(Protocol):

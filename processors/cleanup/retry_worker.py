@@ -39,7 +39,7 @@ from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
-from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many
+from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many, queue_counts
 from processors.cleanup._work import CleanupWork
 from schema.aws_errors import aws_error_code
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
@@ -243,15 +243,7 @@ class RetryWorker:
                 stop.wait(1.0)
 
     def queue_depth(self) -> int:
-        attributes = self._sqs.get_queue_attributes(
-            QueueUrl=self._queue_url,
-            AttributeNames=[
-                "ApproximateNumberOfMessages",
-                "ApproximateNumberOfMessagesNotVisible",
-                "ApproximateNumberOfMessagesDelayed",
-            ],
-        )["Attributes"]
-        depth = sum(int(value) for value in attributes.values())
+        depth = sum(queue_counts(self._sqs, self._queue_url).values())
         telemetry.retry_queue_depth(depth)
         return depth
 

@@ -8,7 +8,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from processors.cleanup._errors import RetryQueueError
-from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, ensure_retry_queues, park_many, park_work
+from processors.cleanup._retry_queue import (
+    MAX_DELAY_SECONDS,
+    ensure_retry_queues,
+    park_many,
+    park_work,
+    queue_counts,
+)
 from processors.cleanup._work import CleanupWork
 
 THROTTLED = ClientError({"Error": {"Code": "ThrottlingException"}}, "SendMessage")
@@ -74,3 +80,15 @@ def test_a_batch_the_queue_refuses_whole_reports_every_pair_of_it() -> None:
 def test_a_visibility_timeout_sqs_would_refuse_is_refused_before_any_call() -> None:
     with pytest.raises(ValueError, match="visibility timeout"):
         ensure_retry_queues(object(), visibility_timeout_seconds=50_000)  # type: ignore[arg-type]
+
+
+class _Counting:
+    def get_queue_attributes(self, **request: Any) -> dict[str, Any]:
+        assert request["QueueUrl"] == "http://127.0.0.1:1/q"
+        counts = {"ApproximateNumberOfMessages": "2", "ApproximateNumberOfMessagesNotVisible": "1"}
+        return {"Attributes": {**counts, "ApproximateNumberOfMessagesDelayed": "4"}}
+
+
+def test_queue_counts_gives_visible_in_flight_and_delayed_messages() -> None:
+    counts = queue_counts(_Counting(), "http://127.0.0.1:1/q")  # type: ignore[arg-type]
+    assert counts == {"visible": 2, "in_flight": 1, "delayed": 4}
