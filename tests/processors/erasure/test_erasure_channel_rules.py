@@ -9,6 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from processors.erasure import ErasureLedger
 from processors.erasure._worker import NOT_APPLICABLE_METRIC
 from schema.erasure import (
@@ -131,3 +133,18 @@ def test_not_applicable_answers_are_counted_in_the_erasure_not_applicable_metric
     )["Datapoints"]
     assert sum(point["Sum"] for point in statistics) == len(requests)
     assert stack.worker.stats.metric_failures == 0
+
+
+def test_not_applicable_answers_are_counted_in_the_processs_figures_by_answer(make_stack: Any) -> None:
+    def figure(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = figure("entitlements_erasure_not_applicable_total")
+    before_acks = figure("entitlements_erasure_answers_total", answer="ACK/NOT_APPLICABLE")
+    stack: Stack = make_stack()
+    requests = _address_requests()
+    for request in requests:
+        stack.publish(request)
+    stack.drive(lambda: stack.worker.stats.not_applicable >= len(requests))
+    assert figure("entitlements_erasure_not_applicable_total") - before == len(requests)
+    assert figure("entitlements_erasure_answers_total", answer="ACK/NOT_APPLICABLE") - before_acks == 1
