@@ -4,6 +4,8 @@ with its metadata in a comment header:
     -- report: daily_activity                     the report's name (equal to the file's stem)
     -- title: Signups, cancellations, ... per day
     -- chart: stacked day -> signups, cancellations   optional: <line|stacked|bar|logbar> <x> -> <y columns>
+    -- clock: business                            with a chart: the ONE clock its times are on (business,
+                                                  stream, processor; none for a chart without time)
     -- Any other comment lines are the description.
 
 Files whose names start with `_` are not reports: `_base.sql` defines the views they share.
@@ -31,7 +33,13 @@ REPORT_ORDER: tuple[str, ...] = (
     "stale_account_rate",
 )
 
-_HEADER = re.compile(r"\A--\s?(report|title|chart):\s*(.*?)\s*\Z")
+_HEADER = re.compile(r"\A--\s?(report|title|chart|clock):\s*(.*?)\s*\Z")
+CLOCKS: dict[str, str] = {
+    "business": "business time",
+    "stream": "stream time",
+    "processor": "processor clock",
+    "none": "",
+}
 _CHART = re.compile(r"\A(line|stacked|bar|logbar)\s+([a-z_][a-z0-9_]*)\s*->\s*([a-z0-9_,\s]+)\Z")
 
 
@@ -46,6 +54,12 @@ class ChartSpec:
     kind: str
     x: str
     y: tuple[str, ...]
+    clock: str = "none"  # the one clock every time in the chart is on (CLOCKS)
+
+    @property
+    def clock_label(self) -> str:
+        """How the chart names its clock ("business time"), empty for a chart without time."""
+        return CLOCKS[self.clock]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +87,12 @@ def _parse(path: Path) -> Report:
         if not match:
             raise ReportDefinitionError(f"{path.name}: chart is '<line|stacked|bar|logbar> <x> -> <y>, ...'")
         columns = tuple(c.strip() for c in match.group(3).split(",") if c.strip())
-        chart = ChartSpec(kind=match.group(1), x=match.group(2), y=columns)
+        clock = fields.get("clock", "")
+        if clock not in CLOCKS:
+            raise ReportDefinitionError(
+                f"{path.name}: a chart names its one clock: '-- clock: {'|'.join(CLOCKS)}'"
+            )
+        chart = ChartSpec(kind=match.group(1), x=match.group(2), y=columns, clock=clock)
     return Report(
         name=path.stem,
         title=fields["title"],

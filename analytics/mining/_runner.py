@@ -106,11 +106,13 @@ def report_charts(result: MiningResult) -> list[Chart]:
         return []
     x = result.table[spec.x].to_pylist()
     series = {column: _numbers(result.table[column].to_pylist()) for column in spec.y}
-    title = result.report.title
+    # One clock per chart, named in its title (analytics/mining/_reports.py, `clock:`).
+    title = f"{result.report.title} ({spec.clock_label})" if spec.clock_label else result.report.title
     if spec.kind in ("bar", "logbar"):
         labels = [str(v) for v in x]
         if len(series) == 1 and spec.kind == "bar":
             ((column, values),) = series.items()
             return [bar_chart(title, labels, [v or 0.0 for v in values], xlabel=column)]
         return [grouped_bar_chart(title, labels, series, log_scale=spec.kind == "logbar")]
-    return [line_chart(title, x, series, stacked_bars=spec.kind == "stacked")]
+    xlabel = f"{spec.x} ({spec.clock_label})" if spec.clock_label else spec.x
+    return [line_chart(title, x, series, xlabel=xlabel, stacked_bars=spec.kind == "stacked")]

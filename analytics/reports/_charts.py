@@ -1,5 +1,9 @@
 """Charts as base64 PNG, drawn with matplotlib's object API on the Agg canvas (no pyplot, no global
-state, no display needed)."""
+state, no display needed).
+
+One clock per chart: a chart's times are all on one clock (business time, stream time or the
+processor's), and the caller names it (`xlabel`, e.g. "day (business time)"); times of two clocks go to
+two charts, never one (negative durations and days from two calendars otherwise)."""
 
 from __future__ import annotations
 
@@ -85,10 +89,12 @@ def line_chart(
     series: Mapping[str, Sequence[float | None]],
     *,
     ylabel: str = "",
+    xlabel: str = "",
     stacked_bars: bool = False,
     alt: str = "",
 ) -> Chart:
-    """Several series over one x axis (dates or numbers): lines, or stacked bars per x."""
+    """Several series over one x axis (dates or numbers): lines, or stacked bars per x. `xlabel` names
+    the axis and, for times, their one clock."""
     figure = _figure(9.0, 4.0)
     axes = figure.add_subplot()
     if stacked_bars:
@@ -110,6 +116,7 @@ def line_chart(
         figure.autofmt_xdate()
     axes.set_title(title)
     axes.set_ylabel(ylabel)
+    axes.set_xlabel(xlabel)
     axes.grid(alpha=0.3)
     if len(series) > 1:
         axes.legend(fontsize=8)

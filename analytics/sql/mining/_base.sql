@@ -1,8 +1,9 @@
 -- Helper views the mining reports share (run after the lake's views and before any report; the
 -- Python runner does it). From the DuckDB CLI, in any folder (the report's file by its path):
 --   duckdb -c "$(entitlements lake views --include mining)" -c ".read <path>/analytics/sql/mining/daily_activity.sql"
--- Time axis: `business_at` is business time (the row's updatedAt as the service wrote it), falling back to the
--- stream's creation time where a version has none (a removal's image, an unparseable value).
+-- Time axis: `business_at` is business time only (the row's updatedAt as the service wrote it); a version
+-- without a readable one (a removal's image, an unparseable value) takes the row's latest business time
+-- before it, else its createdAt, else NULL: never the stream's clock, so a chart keeps one clock.
 SET VARIABLE mine_cleanup_ttl_days = coalesce(getvariable('mine_cleanup_ttl_days'), 63);
 SET VARIABLE mine_stale_ttl_days = coalesce(getvariable('mine_stale_ttl_days'), 1);
 
@@ -19,7 +20,10 @@ SELECT
     lag(status) OVER w AS previous_status,
     coalesce(lag(deleted) OVER w, false) AS previous_deleted,
     row_number() OVER w = 1 AS first_version,
-    coalesce(CASE WHEN NOT deleted THEN try_cast(item_updated_at AS TIMESTAMPTZ) END, valid_from) AS business_at,
+    coalesce(
+        last_value(CASE WHEN NOT deleted THEN try_cast(item_updated_at AS TIMESTAMPTZ) END IGNORE NULLS) OVER w,
+        try_cast(item_created_at AS TIMESTAMPTZ)
+    ) AS business_at,
     valid_from,
     sequence_key
 FROM entitlement_history

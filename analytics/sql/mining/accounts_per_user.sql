@@ -1,6 +1,7 @@
 -- report: accounts_per_user
 -- title: Array accounts per user
 -- chart: bar accounts -> users
+-- clock: none
 -- How many distinct Array accounts each user's entitlement rows ever named, and how many users have
 -- that many (`active_now`: of those users, how many hold an Active row now).
 WITH per_user AS (

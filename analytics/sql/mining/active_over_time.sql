@@ -1,6 +1,7 @@
 -- report: active_over_time
 -- title: Active entitlements over time
 -- chart: line day -> active, cancelled, superseded, removed
+-- clock: business
 -- The entitlement rows in each status at the end of each day (business time), from every row's history:
 -- what the table held, day by day. `active_users` counts users with at least one Active row.
 WITH deltas AS (

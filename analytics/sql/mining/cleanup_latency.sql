@@ -1,28 +1,26 @@
 -- report: cleanup_latency
 -- title: Cleanup latency: scheduled, expired, account deleted, row Removed
 -- chart: logbar stage -> p50_hours, p90_hours
--- For every cleanup record DynamoDB's TTL removed, how long each step took, per cleanup kind:
--- scheduled (the record's createdAt) -> due (its ttl: the policy's 63 or 1 days) -> expired (the TTL
--- removal's stream time) -> account deleted (the cleanup outcome, processor clock) -> row Removed (the
--- row's updatedAt). createdAt, ttl, outcomes and updatedAt are business time; the TTL removal is stream
--- time, so with a simulated clock (the demo) the two stages either side of it mix clocks.
+-- clock: business
+-- For every cleanup record DynamoDB's TTL removed, how long each step took, per cleanup kind, all on one
+-- clock (business time: the processor's clock is the service's, simulated in demos): scheduled (the
+-- record's createdAt) -> due (its ttl: the policy's 63 or 1 days) -> handled (the processor's first
+-- outcome for the TTL removal) -> account deleted (its deleted outcome) -> row Removed (the row's
+-- updatedAt). The TTL removal's stream time is another clock and is not used (schema/lake.md, "Time axes").
 WITH expiries AS (
     SELECT
         h.cleanup_kind,
         h.array_account_id,
         h.event_id,
-        coalesce(try_cast(h.item_created_at AS TIMESTAMPTZ), (
-            SELECT min(s.valid_from) FROM cleanup_record_history AS s
-            WHERE s.pk = h.pk AND s.sk = h.sk AND NOT s.deleted
-        )) AS scheduled_at,
-        CASE WHEN h.ttl_type = 'N' AND h.ttl BETWEEN 0 AND 99999999999 THEN to_timestamp(h.ttl) END AS due_at,
-        h.valid_from AS expired_at
+        try_cast(h.item_created_at AS TIMESTAMPTZ) AS scheduled_at,
+        CASE WHEN h.ttl_type = 'N' AND h.ttl BETWEEN 0 AND 99999999999 THEN to_timestamp(h.ttl) END AS due_at
     FROM cleanup_record_history AS h
     WHERE h.deleted AND h.ttl_deletion
 ),
 timed AS (
     SELECT
         e.*,
+        (SELECT min(o.occurred_at) FROM outcomes AS o WHERE o.source_event_id = e.event_id) AS handled_at,
         (
             SELECT min(o.occurred_at) FROM outcomes AS o
             WHERE o.source_event_id = e.event_id AND o.kind IN ('cleanup.deleted', 'cleanup.already_deleted')
@@ -37,9 +35,9 @@ stages AS (
     SELECT cleanup_kind, 1 AS stage_order, 'scheduled -> due' AS stage, epoch(due_at) - epoch(scheduled_at) AS seconds
     FROM timed
     UNION ALL
-    SELECT cleanup_kind, 2, 'due -> expired', epoch(expired_at) - epoch(due_at) FROM timed
+    SELECT cleanup_kind, 2, 'due -> handled', epoch(handled_at) - epoch(due_at) FROM timed
     UNION ALL
-    SELECT cleanup_kind, 3, 'expired -> account deleted', epoch(deleted_at) - epoch(expired_at) FROM timed
+    SELECT cleanup_kind, 3, 'handled -> account deleted', epoch(deleted_at) - epoch(handled_at) FROM timed
     UNION ALL
     SELECT cleanup_kind, 4, 'account deleted -> row Removed', epoch(removed_at) - epoch(deleted_at) FROM timed
     UNION ALL

@@ -1,6 +1,7 @@
 -- report: daily_activity
 -- title: Signups, cancellations, reactivations and second signups per day
 -- chart: stacked day -> signups, second_signups, cancellations, reactivations
+-- clock: business
 -- What users did each day (business time): a signup is the first entitlement row a user ever has; a
 -- second signup is a new row for a user who already had one (a new Array account); a cancellation turns
 -- a row from Active to Cancelled; a reactivation from Cancelled back to Active (within the grace period).

@@ -1,6 +1,7 @@
 -- report: reactivation_grace
 -- title: Reactivation within the grace period
 -- chart: bar bucket -> cancellations
+-- clock: business
 -- Every cancellation (a row going Active -> Cancelled), by what followed it: reactivated (by weeks of the
 -- CLEANUP_TTL_DAYS grace period, business time), cleaned up (the row Removed, its account deleted), or
 -- still pending (neither yet). `share_pct` is of all cancellations; `cumulative_pct` adds up the

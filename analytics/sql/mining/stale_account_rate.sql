@@ -1,9 +1,11 @@
 -- report: stale_account_rate
 -- title: Stale-account rate
 -- chart: line day -> stale_rate_pct
+-- clock: business
 -- Per day (business time): Array accounts linked (new entitlement rows), accounts made stale (a stale
 -- cleanup record scheduled on a second signup, STALE_ENTITLEMENT_TTL_DAYS) and the rate between them;
--- `cumulative_rate_pct` is the rate over every day so far.
+-- `cumulative_rate_pct` is the rate over every day so far. A stale record's day is its createdAt (one
+-- without a readable one is not counted: the stream's clock is never mixed in).
 WITH linked AS (
     SELECT day, count(*) AS accounts_linked
     FROM mining_entitlement_transitions
@@ -12,10 +14,11 @@ WITH linked AS (
 ),
 stale AS (
     SELECT
-        CAST(coalesce(try_cast(item_created_at AS TIMESTAMPTZ), valid_from) AS DATE) AS day,
+        CAST(try_cast(item_created_at AS TIMESTAMPTZ) AS DATE) AS day,
         count(DISTINCT array_account_id) AS accounts_made_stale
     FROM cleanup_record_history
     WHERE cleanup_kind = 'stale' AND NOT deleted AND change_kind = 'INSERT'
+        AND try_cast(item_created_at AS TIMESTAMPTZ) IS NOT NULL
     GROUP BY 1
 ),
 joined AS (

@@ -29,8 +29,17 @@ def test_every_report_has_a_title_a_description_and_a_chart() -> None:
 def test_a_chart_header_names_its_kind_axis_and_series() -> None:
     (daily,) = [r for r in load_reports() if r.name == "daily_activity"]
     assert daily.chart == ChartSpec(
-        kind="stacked", x="day", y=("signups", "second_signups", "cancellations", "reactivations")
+        kind="stacked",
+        x="day",
+        y=("signups", "second_signups", "cancellations", "reactivations"),
+        clock="business",
     )
+
+
+def test_a_chart_without_its_one_clock_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text("-- report: odd\n-- title: t\n-- chart: line day -> n\nSELECT 1\n")
+    with pytest.raises(ReportDefinitionError, match="names its one clock"):
+        load_reports(tmp_path)
 
 
 def test_a_malformed_chart_header_is_refused(tmp_path: Path) -> None:

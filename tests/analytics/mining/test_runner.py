@@ -10,13 +10,15 @@ deleted and Removed; frank signs up.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from analytics.lake import Lake, LakeMissing
-from analytics.mining import MiningError, load_reports, run_report
+from analytics.lake import Lake, LakeMissing, open_lake
+from analytics.mining import MiningError, load_reports, report_charts, run_report
 from analytics.views import connect
 from config import PolicySettings
 from tests.analytics.audits.story import Story, clean_story
@@ -109,10 +111,29 @@ def test_cleanup_latency_measures_each_step_per_cleanup_kind(landed: Lake) -> No
     stages = by(rows(landed, "cleanup_latency"), "stage")
     assert stages["cancellation: scheduled -> due"]["p50_hours"] == 63 * 24
     assert stages["stale: scheduled -> due"]["p50_hours"] == 24
-    assert stages["stale: due -> expired"]["p50_hours"] == 1
+    assert stages["stale: due -> handled"]["p50_hours"] == 1
     assert stages["cancellation: scheduled -> row Removed"]["p50_hours"] == 63 * 24 + 1
-    assert stages["stale: expired -> account deleted"]["max_hours"] == pytest.approx(10 / 60, abs=0.01)
+    assert stages["stale: handled -> account deleted"]["max_hours"] == pytest.approx(10 / 60, abs=0.01)
     assert {v["cleanups"] for v in stages.values()} == {1, 2}
+
+
+def test_every_report_keeps_to_its_one_clock_when_the_stream_clock_runs_years_apart(
+    landed: Lake, tmp_path: Path
+) -> None:
+    story = clean_story()
+    # The demo's case: the stream's clock (real time) years away from the simulated business clock.
+    story.events = [
+        msgspec.structs.replace(e, created_at=e.created_at - timedelta(days=4 * 365)) for e in story.events
+    ]
+    shifted = open_lake(str(tmp_path / "shifted"))
+    story.land(shifted)
+    differing = [r.name for r in load_reports() if rows(shifted, r.name) != rows(landed, r.name)]
+    assert differing == []
+
+
+def test_a_chart_names_its_one_clock_in_its_title(landed: Lake) -> None:
+    (chart,) = report_charts(run_report(landed, "cleanup_latency"))
+    assert chart.title.endswith("(business time)")
 
 
 def test_the_stale_account_rate_is_stale_records_over_accounts_linked(landed: Lake) -> None:
