@@ -26,7 +26,6 @@ __all__ = ["main"]
 import dataclasses
 import os
 import signal
-import sys
 import tempfile
 import time
 import uuid
@@ -39,20 +38,18 @@ from typing import Any
 from botocore.config import Config
 
 from analytics import connect, lake_from_settings
+from bench._daemon import bench_daemon, bench_settings, child_pid, stream_sequence_numbers
 from bench._moto import moto_client
 from bench._report import Figure, print_figures
-from config import Settings, load_settings
+from config import Settings
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties
+from pipeline.daemon import KclDaemon
 from pipeline.tables import create_table
 from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
 from schema.table import EntitlementStatus
 
-REPO = Path(__file__).resolve().parents[1]
-LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
-REGION = "eu-west-1"
 WARM_UP = 100  # records: each child's first decode, lake files and checkpoint, outside the figure
 BACKLOG = 3000  # records: two thirds signups (INSERT), one third cancellations (MODIFY + INSERT)
 START_TIMEOUT = 180.0  # seconds for a daemon's cold start to its child's first checkpoint
@@ -73,46 +70,19 @@ def _client(endpoint: str, service: str) -> Any:
 def _settings(endpoint: str, table: str, state_dir: Path, application: str, array_url: str) -> Settings:
     """Production defaults for the child (commit cadence, lake flush bounds); the daemon's lease timings
     tuned for a quick start on one machine, with a lease that outlives the pause."""
-    return load_settings(
-        lake={"root": str(state_dir / "lake")},
-        aws={
-            "endpoint_url": endpoint,
-            "region": REGION,
-            "access_key_id": "bench",
-            "secret_access_key": "bench",
-        },
+    return bench_settings(
+        endpoint,
+        table,
+        state_dir,
+        application=application,
         consumer={
-            "table_name": table,
-            "application_name": application,
-            "state_dir": state_dir,
             "idle_time_between_reads_ms": 200,
             "failover_time_ms": 60_000,
             "lease_assignment_interval_ms": 1000,
             "shard_sync_interval_ms": 2000,
-            "launcher_jar": LAUNCHER_JAR,
         },
         array={"base_url": array_url},
     )
-
-
-def _daemon(
-    settings: Settings, *, stream_arn: str, module: str, arguments: tuple[str, ...] = ()
-) -> KclDaemon:
-    """A launcher JVM whose child is `python -m <module> <arguments>`, with the settings in its
-    environment. The launcher splits its child command on spaces, so no part may hold one."""
-    command = (sys.executable, "-m", module, *arguments)
-    if any(not part or any(c.isspace() for c in part) for part in command):
-        raise ValueError("a part of the child command is empty or holds whitespace")
-    work_dir = settings.consumer.state_dir / "daemon"
-    spec = DaemonSpec.from_settings(settings, stream_arn=stream_arn, worker_id="bench", work_dir=work_dir)
-    properties = work_dir / f"launcher-{module}.properties"
-    properties.write_text(
-        launcher_properties(
-            settings, stream_arn=stream_arn, worker_id="bench", child_command=" ".join(command)
-        )
-    )
-    environment = {**spec.environment, "PYTHONPATH": str(REPO)}
-    return KclDaemon(dataclasses.replace(spec, properties_path=properties, environment=environment))
 
 
 def _write(client: Any, table: str, signups: int) -> None:
@@ -148,22 +118,6 @@ def _write_records(client: Any, table: str, records: int) -> None:
     _write(client, table, signups=max(2, records // 2))
 
 
-def _stream_sequence_numbers(streams: Any, stream_arn: str) -> list[str]:
-    """Every record's sequence number, in stream order, read back from the stream."""
-    numbers: list[str] = []
-    for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            numbers.extend(record["dynamodb"]["SequenceNumber"] for record in page["Records"])
-            if not page["Records"]:
-                break
-            iterator = page.get("NextShardIterator")
-    return numbers
-
-
 def _checkpoint(dynamodb: Any, application: str) -> int | None:
     """The consumer's checkpoint (the lease table's, one shard), or None before its first."""
     try:
@@ -174,32 +128,6 @@ def _checkpoint(dynamodb: Any, application: str) -> int | None:
         value = item.get("checkpoint", {}).get("S", "")
         if value.isdigit():
             return int(value)
-    return None
-
-
-def _children(pid: int) -> list[int]:
-    """The pids whose parent is `pid` (read from /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _child(daemon: KclDaemon, module: str) -> int | None:
-    """The pid of the daemon's Python child running `module` (the JVM starts it directly)."""
-    assert daemon.pid is not None
-    for pid in _children(daemon.pid):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if "python" in Path(command[0].decode()).name and module.encode() in command:
-            return pid
     return None
 
 
@@ -271,7 +199,9 @@ def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
                 f"bench-{label}-{uuid.uuid4().hex[:6]}",
                 array.url,
             )
-            daemon = _daemon(settings, stream_arn=table.stream_arn, module=module)
+            daemon, _ = bench_daemon(
+                settings, stream_arn=table.stream_arn, worker_id="bench", child=(module,)
+            )
             consumers.append(_Consumer(label, module, settings, daemon))
         real, null = consumers
         # The cleanup's retry queue exists before any child starts (a setup command's job).
@@ -283,7 +213,7 @@ def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
         )
 
         _write_records(dynamodb, table.table_name, WARM_UP)
-        warm_up_end = int(_stream_sequence_numbers(streams, table.stream_arn)[-1])
+        warm_up_end = int(stream_sequence_numbers(streams, table.stream_arn)[-1])
         started = time.monotonic()
         for consumer in consumers:
             consumer.daemon.start()
@@ -294,7 +224,8 @@ def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
                     START_TIMEOUT,
                     f"the {consumer.label} child's warm-up checkpoint",
                 )
-                consumer.child = _child(consumer.daemon, consumer.module)
+                assert consumer.daemon.pid is not None
+                consumer.child = child_pid(consumer.daemon.pid, consumer.module)
                 if consumer.child is None:
                     raise SystemExit(f"bench_child: the {consumer.label} child process was not found")
 
@@ -307,7 +238,7 @@ def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
                 for consumer in consumers:
                     consumer.started_cpu = consumer.read_cpu()
                 _write_records(dynamodb, table.table_name, BACKLOG)
-                numbers = _stream_sequence_numbers(streams, table.stream_arn)
+                numbers = stream_sequence_numbers(streams, table.stream_arn)
             finally:
                 for consumer in consumers:
                     assert consumer.daemon.pid is not None

@@ -56,25 +56,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pyarrow.parquet as pq
 from botocore.config import Config
 
+from bench._daemon import LAUNCHER_JAR, REPO, bench_daemon, bench_settings, child_pid, stream_sequence_numbers
+from bench._moto import moto_client
 from bench._report import Figure, best_of, print_figures
-from config import ConsumerSettings, Settings, load_settings
+from config import ConsumerSettings, Settings
 from devstack import _writes as writes
 from devstack.moto_process import moto_process
 from devstack.moto_server import MotoServer
 from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
 from pipeline.clock import SystemClock
-from pipeline.daemon import DaemonSpec, KclDaemon
+from pipeline.daemon import KclDaemon
 from pipeline.tables import create_table
 from schema.table import EntitlementStatus
 
-REPO = Path(__file__).resolve().parents[1]
-LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
-REGION = "eu-west-1"
 COLD_STARTS = 5
 BACKLOG = 10_000  # records, a multiple of 1,000: full GetRecords pages
 LIVE_RECORDS = 60
@@ -89,41 +87,20 @@ _SIZE = re.compile(r"Message size == (\d+) bytes")
 
 
 def _client(endpoint: str, service: str) -> Any:
-    return boto3.client(
+    return moto_client(
+        endpoint,
         service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(connect_timeout=5, read_timeout=60, retries={"mode": "standard", "max_attempts": 3}),
+        Config(connect_timeout=5, read_timeout=60, retries={"mode": "standard", "max_attempts": 3}),
     )
 
 
 def _settings(endpoint: str, table: str, state_dir: Path) -> Settings:
     """The shipped defaults; only where things are (endpoint, table, application, folders) is set."""
-    return load_settings(
-        lake={"root": str(state_dir / "lake")},
-        aws={
-            "endpoint_url": endpoint,
-            "region": REGION,
-            "access_key_id": "bench",
-            "secret_access_key": "bench",
-        },
-        consumer={
-            "table_name": table,
-            "application_name": f"bench-{uuid.uuid4().hex[:8]}",
-            "state_dir": state_dir,
-            "launcher_jar": LAUNCHER_JAR,
-        },
-    )
+    return bench_settings(endpoint, table, state_dir, application=f"bench-{uuid.uuid4().hex[:8]}")
 
 
 def _worker(settings: Settings, stream_arn: str, worker_id: str) -> tuple[KclDaemon, Path]:
-    work_dir = settings.consumer.state_dir / "daemon"
-    spec = DaemonSpec.from_settings(settings, stream_arn=stream_arn, worker_id=worker_id, work_dir=work_dir)
-    spec = dataclasses.replace(spec, environment={**spec.environment, "PYTHONPATH": str(REPO)})
-    assert spec.log_path is not None
-    return KclDaemon(spec), spec.log_path
+    return bench_daemon(settings, stream_arn=stream_arn, worker_id=worker_id)
 
 
 def _epoch(line: str) -> float | None:
@@ -212,24 +189,9 @@ def _put_one(dynamodb: Any, table: str) -> None:
     _put_signups(dynamodb, table, 1)
 
 
-def _stream_sequence_numbers(streams: Any, stream_arn: str) -> list[str]:
-    numbers: list[str] = []
-    for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            numbers.extend(record["dynamodb"]["SequenceNumber"] for record in page["Records"])
-            if not page["Records"]:
-                break
-            iterator = page.get("NextShardIterator")
-    return numbers
-
-
 def _bare_loop_rate(streams: Any, stream_arn: str) -> float:
     started = time.perf_counter()
-    count = len(_stream_sequence_numbers(streams, stream_arn))
+    count = len(stream_sequence_numbers(streams, stream_arn))
     return count / (time.perf_counter() - started)
 
 
@@ -240,18 +202,6 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _child_pid(jvm: int) -> int | None:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            command = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == jvm and b"entitlements.child" in command:
-            return int(stat.parent.name)
-    return None
 
 
 @contextlib.contextmanager
@@ -313,7 +263,7 @@ def _drain(moto_pid: int, endpoint: str, workdir: Path) -> _Drain:
     with _running(daemon):
         _wait(_delivered(log), "the drain's first batch")
         assert daemon.pid is not None
-        child = _child_pid(daemon.pid)
+        child = child_pid(daemon.pid)
         pids = {"child": child or 0, "jvm": daemon.pid, "moto": moto_pid}
         cpu_before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
         _wait(lambda: len(_deliveries(log)) >= batches, "the drain's last batch")
@@ -461,7 +411,7 @@ def _live(
     """`LIVE_RECORDS` writes at `LIVE_RATE`/s to a caught-up consumer: seconds from each put's return to
     its hand-over to the child and to a lake file holding it, and the commits' durations."""
     table = settings.consumer.table_name
-    known = len(_stream_sequence_numbers(streams, stream_arn))
+    known = len(stream_sequence_numbers(streams, stream_arn))
     start_index = len(_deliveries(log))
     watch = _LakeWatch(Path(settings.lake.root))
     written: list[float] = []
@@ -472,7 +422,7 @@ def _live(
         while time.monotonic() < next_at:
             watch.scan()
             time.sleep(0.02)
-    numbers = _stream_sequence_numbers(streams, stream_arn)[known:]
+    numbers = stream_sequence_numbers(streams, stream_arn)[known:]
     _wait(lambda: watch.holds(numbers), "the live records in the lake")
 
     deliveries = _deliveries(log)[start_index:]

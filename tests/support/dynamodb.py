@@ -9,6 +9,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from devstack.streams import read_stream  # noqa: F401  (the tests import it from here)
+
 REGION = "eu-west-1"
 
 
@@ -35,23 +37,6 @@ class FixedClock:
 
     def now(self) -> datetime:
         return self.current
-
-
-def read_stream(streams: Any, stream_arn: str) -> list[dict[str, Any]]:
-    """Every record on the table's (single) shard, from the trim horizon, as boto3 returns them."""
-    shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
-    records: list[dict[str, Any]] = []
-    for shard in shards:
-        iterator = streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            if not page["Records"]:
-                break
-            records.extend(page["Records"])
-            iterator = page.get("NextShardIterator")
-    return records
 
 
 def get_item(dynamodb: Any, table_name: str, pk: str, sk: str) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ import psutil
 
 from config import Settings, load_settings
 from devstack.moto_server import MotoServer
+from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
 from pipeline.clock import Clock, SystemClock
@@ -159,20 +160,7 @@ def ttl_emulator(
 
 def stream_contents(endpoint: str, stream_arn: str) -> list[dict[str, Any]]:
     """Every record the stream holds, read back from the stream itself (not from what a test wrote)."""
-    streams = aws_client(endpoint, "dynamodbstreams")
-    records: list[dict[str, Any]] = []
-    shards = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
-    for shard in shards:
-        iterator = streams.get_shard_iterator(
-            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            records.extend(page["Records"])
-            if not page["Records"]:
-                break
-            iterator = page.get("NextShardIterator")
-    return records
+    return read_stream(aws_client(endpoint, "dynamodbstreams"), stream_arn)
 
 
 def python_children(daemon: KclDaemon) -> list[int]:
