@@ -3,6 +3,7 @@
     entitlements audit [--format markdown|json|html|junit] [--output PATH] [--as-of TIME]
                        [--thresholds PATH] [--erased-users PATH] [--erasure-ledger]
                        [--check NAME ...] [--from-log] [--store-failures]
+    entitlements audit-failures [--audit-id ID] [--check NAME ...] [--output PATH]
 
 Exit status, so that a schedule can gate on it: 0 when no check reached its error threshold, 1 when one
 did, 2 when the audit could not run (no lake or one with no data, an --as-of before the lake's first
@@ -12,8 +13,9 @@ at fault and the command that fixes it.
 `--format json` starts with the run's `status` and `counts`; `--format junit` is JUnit XML for CI systems
 (one test case per check: names and counts, never a row's value). `--store-failures` keeps every row of
 each check that did not pass in the lake's `audits/failures` table (one commit per run; the erasure
-purges it like every other table). Each check's remediation is in the report and in
-docs/operations/audits.md.
+purges it like every other table); `entitlements audit-failures` prints them back as JSON lines (one
+stored row each, of one run or all, users being erased left out). Each check's remediation is in the
+report and in docs/operations/audits.md.
 
 `now` checks read the table's state: the latest snapshot plus the changes it has not folded (or the whole
 log with --from-log); with --as-of, the state at that instant of stream time (ApproximateCreationDateTime)
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 __all__ = ["app", "run_audit"]
 
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +38,7 @@ from typing import Annotated
 
 import typer
 
-from analytics.audits import ReportFormat, load_checks, load_config, render_report, run_audits
+from analytics.audits import ReportFormat, load_checks, load_config, read_failures, render_report, run_audits
 from analytics.lake import lake_from_settings
 from config import Settings, SettingsError, load_settings
 from entitlements._logging import configure_logging
@@ -214,3 +217,48 @@ def audit_command(
         store_failures=store_failures,
     )
     raise typer.Exit(code)
+
+
+def _stored_lines(rows: list[dict[str, object]]) -> str:
+    lines = []
+    for row in rows:
+        document = {
+            key: value.isoformat() if hasattr(value, "isoformat") else value for key, value in row.items()
+        }
+        document["row"] = json.loads(str(row["row"]))
+        lines.append(json.dumps(document, ensure_ascii=False) + "\n")
+    return "".join(lines)
+
+
+@app.command("audit-failures")
+def audit_failures_command(
+    *,
+    audit_id: Annotated[
+        str | None, typer.Option("--audit-id", help="Only this run's rows (the id the audit printed).")
+    ] = None,
+    check: Annotated[
+        list[str] | None, typer.Option("--check", help="Only this check's rows (repeatable).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="Write the JSON lines here, not stdout.")
+    ] = None,
+) -> None:
+    """Print the failing rows `audit --store-failures` kept in the lake, one JSON object a line; exit 2
+    when the lake cannot be read."""
+    configure_logging("WARNING")
+    try:
+        settings = load_settings()
+        table = read_failures(lake_from_settings(settings, create=False), audit_id=audit_id)
+        rows = [r for r in table.to_pylist() if not check or r["check_name"] in check]
+        text = _stored_lines(rows)
+        if output is not None:
+            _write(output, text)
+        else:
+            sys.stdout.write(text)
+    except (EntitlementsError, SettingsError) as error:
+        raise typer.Exit(_refused(str(error))) from None
+    except Exception as error:
+        raise typer.Exit(
+            _refused(f"audit-failures could not read the lake ({type(error).__name__})")
+        ) from None
+    typer.echo(f"audit-failures: {len(rows)} stored rows", err=True)

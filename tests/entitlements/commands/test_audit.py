@@ -35,7 +35,7 @@ def duplicate(story: Story) -> Story:
 
 
 def invoke(env: dict[str, str], *args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env=env)
+    return CliRunner().invoke(app, ["audit", *args], env=env)
 
 
 def test_audit_is_a_top_level_command_of_the_cli() -> None:
@@ -192,3 +192,24 @@ def test_users_being_erased_are_left_out_of_the_audit(tmp_path: Path) -> None:
 
     assert result.exit_code == 0, result.output
     assert "mallory" not in result.stdout
+
+
+def test_audit_failures_prints_the_stored_rows_of_a_run_as_json_lines(tmp_path: Path) -> None:
+    env = land(tmp_path, duplicate(clean_story()))
+    stored = json.loads(invoke(env, "--store-failures", "--format", "json").stdout)["stored_failures"]
+    result = CliRunner().invoke(
+        app, ["audit-failures", "--audit-id", stored["audit_id"], "--check", "duplicate_active_rows"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["check_name"], line["row"]["user_id"]) for line in lines] == [
+        ("duplicate_active_rows", "mallory"),
+        ("duplicate_active_rows", "mallory"),
+    ]
+    assert {line["audit_id"] for line in lines} == {stored["audit_id"]}
+
+
+def test_audit_failures_on_a_missing_lake_exits_two_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    result = CliRunner().invoke(app, ["audit-failures"], env={"ENTITLEMENTS_LAKE__ROOT": str(missing)})
+    assert result.exit_code == 2 and str(missing) in one_line(result)
