@@ -81,6 +81,9 @@ COMMANDS: dict[str, CommandEntry] = {
     "lake": CommandEntry("lake_tables", True, "The lake's Delta tables.", _LAKE),
     "mine": CommandEntry("mine", False, "Run a mining report over the lake.", _LAKE),
     "audit": CommandEntry("audit", False, "Check the table's invariants over the lake.", _LAKE),
+    "audit-failures": CommandEntry(
+        "audit", False, "Print the rows an audit stored for its failing checks.", _LAKE
+    ),
 }
 
 
@@ -98,7 +101,7 @@ def _loaded(module_name: str) -> dict[str, Any]:
     """The click commands a command module defines, by name (a group module: one, under its name)."""
     module = importlib.import_module(f"entitlements.commands.{module_name}")
     sub: typer.Typer = module.app
-    holder = typer.Typer()
+    holder = typer.Typer(rich_markup_mode=None)
     groups = [name for name, entry in COMMANDS.items() if entry.module == module_name and entry.group]
     if groups:
         holder.add_typer(sub, name=groups[0])
@@ -123,6 +126,20 @@ class _LazyGroup(TyperGroup):
         return TyperCommand(
             name=cmd_name, help=entry.summary, short_help=entry.summary, rich_help_panel=entry.panel
         )
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands in sections (local stack, consumer, workers, lake), from `COMMANDS` alone."""
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for name, entry in COMMANDS.items():
+            panels.setdefault(entry.panel, []).append((name, entry.summary))
+        for name in self.commands:
+            if name not in COMMANDS:
+                panels.setdefault("Other commands", []).append(
+                    (name, self.commands[name].get_short_help_str())
+                )
+        for panel, rows in panels.items():
+            with formatter.section(panel):
+                formatter.write_dl(rows)
 
     def load(self, cmd_name: str) -> None:
         """Import the module of `cmd_name` (every module when the name is not listed: a command added
@@ -297,6 +314,8 @@ app = typer.Typer(
     cls=_LazyGroup,
     no_args_is_help=True,
     help=_HELP,
+    # Plain help (click's formatter): rich's help renderer costs more start-up than the rest of --help.
+    rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
     pretty_exceptions_short=True,
 )

@@ -59,6 +59,7 @@ COMMANDS: dict[str, list[str]] = {
     "lake migrate": ["lake", "migrate"],
     "mine": ["mine", "cleanup_latency"],
     "audit": ["audit"],
+    "audit-failures": ["audit-failures"],
 }
 # `erasure validate` reads no settings (it checks messages against the contract alone): its cases are below.
 
@@ -293,7 +294,7 @@ def test_the_relinker_before_its_setup_names_the_setup(world: World) -> None:
     assert "run `entitlements relinker setup` first" in line
 
 
-LAKE_READS = ["sql", "snapshot", "compact", "lake files", "mine", "audit", "cleanup repair"]
+LAKE_READS = ["sql", "snapshot", "compact", "lake files", "mine", "audit", "audit-failures", "cleanup repair"]
 
 
 @pytest.mark.parametrize("command", LAKE_READS)
