@@ -102,3 +102,22 @@ def test_an_emf_file_that_cannot_be_opened_is_refused_naming_the_setting(tmp_pat
 
 def test_no_sink_publishes_nothing() -> None:
     assert telemetry.publish_emf(MetricsSettings(), process="test") is None
+
+
+def test_a_tcp_socket_sink_gets_one_document_per_line() -> None:
+    with socket.socket() as agent:
+        agent.bind(("127.0.0.1", 0))
+        agent.listen()
+        agent.settimeout(10)
+        port = agent.getsockname()[1]
+        settings = MetricsSettings(emf_socket=f"tcp://127.0.0.1:{port}", emf_interval_seconds=3600)
+        publisher = telemetry.publish_emf(settings, process="test")
+        assert publisher is not None
+        telemetry.checkpointed()
+        publisher.close()
+        connection, _address = agent.accept()
+        with connection:
+            received = connection.makefile("rb").read()
+    [line] = received.splitlines()
+    document = json.loads(line)
+    assert (emf_problems(document), document["Checkpoints"]) == ([], [1.0])
