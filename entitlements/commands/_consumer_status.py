@@ -113,6 +113,11 @@ def status_lines(report: dict[str, Any]) -> list[str]:
             lines[0] += f", metrics {consumer['metrics_url']}"
     elif consumer["stopped_at"]:
         lines = [f"consumer: not running (stopped at {consumer['stopped_at']}); shard figures are as of then"]
+    elif consumer["started_at"]:
+        lines = [
+            f"consumer: not running (started at {consumer['started_at']}, ended without stopping cleanly); "
+            "shard figures are as of their time"
+        ]
     else:
         lines = ["consumer: not running (no `entitlements consume` on this state folder)"]
     if not report["shards"]:

@@ -157,3 +157,13 @@ def test_no_shard_reported_still_reports_the_rest_and_exits_1(
     code, out = status(state, moto_endpoint, queue_name)
     report = json.loads(out)
     assert (code, report["shards"], report["retry_queue"]["depth"]["value"]) == (1, [], 0)
+
+
+def test_a_consumer_that_ended_without_stopping_is_reported_so(
+    state: StateDir, moto_endpoint: str, queue_name: str
+) -> None:
+    write_stats(state)
+    with holding(state.root):
+        pass  # the holder ends without releasing: as a killed consumer
+    _code, out = status(state, moto_endpoint, queue_name, as_json=False)
+    assert "ended without stopping cleanly" in out.splitlines()[0]
