@@ -75,7 +75,10 @@ class _FileSink(_Sink):
             ) from None
 
     def write(self, line: bytes) -> None:
-        os.write(self._fd, line + b"\n")
+        try:
+            os.write(self._fd, line + b"\n")
+        except OSError as error:  # a full disk: the document is dropped, the process goes on
+            logger.warning("EMF document not written", extra={"error": type(error).__name__})
 
     def close(self) -> None:
         os.close(self._fd)
@@ -120,7 +123,9 @@ class EmfPublisher:
     """Collects the process's figures and writes them as EMF documents every `interval` seconds (a
     daemon thread) and once more at `close` (or at the interpreter's exit)."""
 
-    def __init__(self, settings: MetricsSettings, *, process: str, clock_ms: Callable[[], int] | None = None):
+    def __init__(
+        self, settings: MetricsSettings, *, process: str, clock_ms: Callable[[], int] | None = None
+    ) -> None:
         self._namespace = settings.emf_namespace
         self._process = process
         self._interval = settings.emf_interval_seconds
@@ -161,7 +166,10 @@ class EmfPublisher:
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
-            self.publish()
+            try:
+                self.publish()
+            except Exception as error:  # metrics never stop the process, nor their own thread
+                logger.warning("EMF documents not published", extra={"error": type(error).__name__})
 
     # -- recording ---------------------------------------------------------------------------------
 
