@@ -49,13 +49,18 @@ def main() -> None:
     # Imported once logging is set up, so that a failed import is a JSON line too.
     from amazon_kclpy import kcl  # noqa: PLC0415
 
+    import telemetry  # noqa: PLC0415
     from config import SettingsError, load_settings  # noqa: PLC0415
     from entitlements import compose  # noqa: PLC0415
     from pipeline.record_processor import KclRecordProcessor  # noqa: PLC0415
 
     try:
-        consumer = compose.shard_consumer(load_settings())
-    except (SettingsError, compose.SetupMissingError) as refused:
+        settings = load_settings()
+        consumer = compose.shard_consumer(settings)
+        # EMF to the configured file or socket (never stdout); Prometheus figures reach `consume`'s
+        # endpoint through PROMETHEUS_MULTIPROC_DIR, which it sets for the daemon.
+        telemetry.publish_emf(settings.metrics, process="consumer")
+    except (SettingsError, compose.SetupMissingError, telemetry.EmfSinkError) as refused:
         logger.critical(
             "child refused to start", extra={"reason": str(refused), "error": type(refused).__name__}
         )
