@@ -6,7 +6,13 @@ table, the fake Array and the fake transactions-service on loopback at 0 ms. Bas
 a bare loop making the same table calls (the same requests, built by `service.dynamo`) and the same fake
 HTTP calls, with the same concurrency, no service in between. Each user goes through signup, processor,
 array-signup, cancellation and reactivation in that order (one route at a time over every user), both
-in the service and in the bare loop (its own users). Target: service >= 0.7x the bare loop per route.
+in the service and in the bare loop (its own users); two cohorts a side, their runs alternating, each
+side's best kept. Target: service >= 0.7x the bare loop per route.
+The service's extra cost is CPU in its own process (~4 ms a signup against the bare loop's ~3 ms of
+client calls, measured per process): its HTTP server (uvicorn with httptools: h11's pure-Python parser
+cost ~1 ms more), FastAPI's middleware and routing (the metrics middleware ~15% of it), the thread
+hop, the outcome recording. The cheapest route (signup) sits nearest the target, and on a saturated
+machine it dips under it (0.63-0.75x at load 10-18), where the other routes stay above.
 
 Relinks. The relinker worker (`service.relinker`) draining relink jobs from SQS (moto), each link's two
 downstream calls (transactions-service, Array) held 50 ms by the fakes, at concurrency 16, beside the same
@@ -83,6 +89,7 @@ from service.relinker import Relinker, enqueue_relinks
 
 CONCURRENCY = 8
 USERS = 200
+ROUTE_ROUNDS = 2
 RELINK_CONCURRENCY = 16
 RELINK_LATENCY_SECONDS = 0.050
 RELINK_JOBS = {RELINK_CONCURRENCY: 256, 1: 24}
@@ -326,8 +333,15 @@ def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
     try:
         with httpx.Client(limits=limits, timeout=30) as http:
             bare = _Bare(dynamodb, table, http, fakes.array_url, fakes.transactions_url)
-            service_users = [f"svc-{uuid.uuid4().hex[:10]}" for _ in range(USERS)]
-            bare_users = [f"bare-{uuid.uuid4().hex[:10]}" for _ in range(USERS)]
+            # ROUTE_ROUNDS cohorts a side, each going through every route; per route the cohorts'
+            # runs alternate (service, bare, service, bare) and each side keeps its best.
+            cohorts = [
+                (
+                    [f"svc-{uuid.uuid4().hex[:10]}" for _ in range(USERS)],
+                    [f"bare-{uuid.uuid4().hex[:10]}" for _ in range(USERS)],
+                )
+                for _ in range(ROUTE_ROUNDS)
+            ]
             for route in ROUTES:
 
                 def through_service(user: str, route: str = route) -> None:
@@ -337,8 +351,15 @@ def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
                             f"bench_service: {route} answered {answer.status_code} {answer.text}"
                         )
 
-                served = _Run(through_service, service_users, CONCURRENCY)
-                direct = _Run(bare.route(route), bare_users, CONCURRENCY)
+                runs = [
+                    (
+                        _Run(through_service, served_users, CONCURRENCY),
+                        _Run(bare.route(route), bare_users, CONCURRENCY),
+                    )
+                    for served_users, bare_users in cohorts
+                ]
+                served = max((run for run, _ in runs), key=lambda run: run.rate)
+                direct = max((run for _, run in runs), key=lambda run: run.rate)
                 figures.append(
                     Figure(
                         name=f"{route}: service {served.rate:,.0f} req/s (p50 {served.ms(0.5):.1f} ms, "
@@ -433,7 +454,8 @@ def main() -> None:
         routes = _routes(endpoint, root, fakes)
         relinks = _relinks(endpoint, root, fakes)
     print_figures(
-        f"Service routes: {USERS} users per route, {CONCURRENCY} clients, through `entitlements serve` "
+        f"Service routes: {USERS} users per route (best of {ROUTE_ROUNDS}), {CONCURRENCY} clients, "
+        "through `entitlements serve` "
         "(uvicorn, own process) on the project's moto (own process), fakes at 0 ms (own process)",
         routes,
     )
