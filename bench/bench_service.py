@@ -10,7 +10,7 @@ in the service and in the bare loop (its own users); two cohorts a side, their r
 side's best kept. Target: service >= 0.7x the bare loop per route.
 The service's extra cost is CPU in its own process (~4 ms a signup against the bare loop's ~3 ms of
 client calls, measured per process): its HTTP server (uvicorn with httptools: h11's pure-Python parser
-cost ~1 ms more), FastAPI's middleware and routing (the metrics middleware ~15% of it), the thread
+cost ~1 ms more), FastAPI's middleware and routing (the metrics middleware ~9% of it), the thread
 hop, the outcome recording. The cheapest route (signup) sits nearest the target, and on a saturated
 machine it dips under it (0.63-0.75x at load 10-18), where the other routes stay above.
 
