@@ -20,7 +20,6 @@ __all__ = [
 ]
 
 import logging
-import socket
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +27,10 @@ from typing import Any
 import boto3
 
 from devstack.moto_server import LOOPBACK, MotoServer
+from devstack.ports import PortInUseError, ensure_free_ports
 from devstack.ttl_emulator import TtlEmulator
 from pipeline.clock import Clock
 from pipeline.tables import create_table
-from schema.errors import TerminalError
 
 _log = logging.getLogger(__name__)
 
@@ -52,38 +51,6 @@ def boto3_dynamodb_client(endpoint_url: str, region: str) -> Any:
         aws_access_key_id=_LOCAL_ACCESS_KEY,
         aws_secret_access_key=_LOCAL_SECRET_KEY,
     )
-
-
-class PortInUseError(TerminalError):
-    """A port the local stack was told to listen on is taken (or given twice). Names the port and the
-    option that picks another."""
-
-
-def ensure_free_ports(ports: dict[str, int], *, host: str = LOOPBACK) -> None:
-    """Refuse, before anything starts, a fixed port on `host` that something already listens on, or one
-    given to two parts. `ports`: the option (or variable) that sets a port -> the port (0: a free one,
-    never checked)."""
-    claimed: dict[int, str] = {}
-    for option, port in ports.items():
-        if port == 0:
-            continue
-        if port in claimed:
-            raise PortInUseError(f"port {port} is given to both {claimed[port]} and {option}: choose another")
-        claimed[port] = option
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            # As the servers bind (SO_REUSEADDR): a port with only closing connections is free.
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((host, port))
-            except OSError:
-                in_use = True
-            else:
-                in_use = False
-        if in_use:
-            raise PortInUseError(
-                f"port {port} on {host} is in use: stop what holds it, or choose another with {option} "
-                "(0 picks a free one)"
-            )
 
 
 @dataclass(frozen=True, slots=True)

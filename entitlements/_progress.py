@@ -5,6 +5,9 @@
             ...
             bar.advance()
 
+    with progress("replaying parked batches") as bar:
+        recovery.replay_parked(progress=bar.at)  # a library's (done, total) callback
+
     for batch in track(batches, "replaying parked batches", total=count):
         ...
 
@@ -51,6 +54,12 @@ class ProgressStep:
         self.done += amount
         if self._bar is not None:
             self._bar.advance(self._task, amount)
+
+    def at(self, done: int, total: int | None) -> None:
+        """Where the step is, as a library's `progress(done, total)` callback reports it."""
+        self.done = done
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total)
 
     def set_total(self, total: int | None) -> None:
         """The step's size once known (None: unknown, the bar pulses)."""

@@ -82,9 +82,13 @@ class Recovery:
         self._dead_letters = dead_letters
         self._retry = retry or RetryPolicy()
 
-    def replay_parked(self) -> RecoveryReport:
+    def replay_parked(self, progress: Callable[[int, int], None] | None = None) -> RecoveryReport:
+        """Every parked batch again; `progress(done, total)` is called after each (a command's bar)."""
         report = RecoveryReport()
-        for batch in list(self._parked):
+        batches = list(self._parked)
+        for done, batch in enumerate(batches, start=1):
+            if progress is not None:
+                progress(done - 1, len(batches))
             if batch.handler not in self._handlers:
                 report.remaining += 1
                 report.failures["parked", "UnknownHandler"] += len(batch.records)
@@ -100,6 +104,8 @@ class Recovery:
             self._parked.remove(batch)
             report.finished += 1
             report.remaining += len(window.parked_files)
+        if progress is not None:
+            progress(len(batches), len(batches))
         report.log("replay-parked")
         return report
 

@@ -19,19 +19,16 @@ from typing import Annotated
 
 import typer
 
-from analytics import LakeDeletedAccounts, lake_from_settings
 from config import load_settings
-from entitlements import compose
-from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from pipeline.clock import clock_from_settings
-from processors.cleanup import (
-    DEFAULT_RETRY_QUEUE_NAME,
-    repair_removed_rows,
-)
+from entitlements._progress import progress
 
+# The processors and the lake are imported by each command as it runs, so that `--help` stays fast.
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
+# processors.cleanup.DEFAULT_RETRY_QUEUE_NAME, written out so that --help need not import the processor
+# (tests/entitlements/commands/test_cleanup.py holds the two equal).
+DEFAULT_QUEUE = "entitlements-cleanup-retry"
 QueueOption = Annotated[str, typer.Option("--queue-name", help="The retry queue (its DLQ: <name>-dlq).")]
 
 
@@ -41,8 +38,10 @@ def cleanup() -> None:
 
 
 @app.command()
-def setup(queue_name: QueueOption = DEFAULT_RETRY_QUEUE_NAME) -> None:
+def setup(queue_name: QueueOption = DEFAULT_QUEUE) -> None:
     """Create (or bring up to date) the retry queue and its dead-letter queue; print their URLs."""
+    from entitlements import compose  # noqa: PLC0415
+
     configure_logging()
     queues = compose.setup_retry_queues(load_settings(), queue_name)
     typer.echo(f"retry queue: {queues.queue_url}")
@@ -55,9 +54,11 @@ def retry_worker(
         bool, typer.Option("--drain", help="Stop when the queue is empty instead of running until stopped.")
     ] = False,
     max_seconds: Annotated[float, typer.Option(help="With --drain: give up after this long.")] = 600.0,
-    queue_name: QueueOption = DEFAULT_RETRY_QUEUE_NAME,
+    queue_name: QueueOption = DEFAULT_QUEUE,
 ) -> None:
     """Drain parked cleanups: guard, delete at Array, mark the row; outcomes land in the lake."""
+    from entitlements import compose  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     lake = compose.lake_handler(settings, name="cleanup-retry")
@@ -95,17 +96,25 @@ def repair(
     row is not Removed (the seed's admitted gap: the best-effort mark failed). Run by hand.
 
     Exits 0 when every listed row was marked (or, with --dry-run, listed), 1 when some could not be."""
+    from analytics import LakeDeletedAccounts, lake_from_settings  # noqa: PLC0415
+    from entitlements import compose  # noqa: PLC0415
+    from entitlements._clients import aws_client  # noqa: PLC0415
+    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from processors.cleanup import repair_removed_rows  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     # The table, reached once first: an unreachable or missing table is one line, not one per account.
     compose.table_stream_arn(settings)
-    report = repair_removed_rows(
-        aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS),
-        settings.consumer.table_name,
-        LakeDeletedAccounts(lake_from_settings(settings, create=False)),
-        clock=clock_from_settings(settings.clock),
-        dry_run=dry_run,
-    )
+    with progress("repairing: reading each deleted account's rows") as bar:
+        report = repair_removed_rows(
+            aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS),
+            settings.consumer.table_name,
+            LakeDeletedAccounts(lake_from_settings(settings, create=False)),
+            clock=clock_from_settings(settings.clock),
+            dry_run=dry_run,
+            progress=bar.at,
+        )
     failed = {(c.pk, c.sk): code for c, code in report.failed}
     for candidate in report.candidates:
         if dry_run:

@@ -11,20 +11,17 @@ import signal
 import socket
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
-from entitlements.commands._stores import (
-    Stores,
-    build_recovery,
-    exit_if_damaged,
-    one_line_errors,
-    print_report,
-)
-from pipeline.daemon import DaemonSpec, KclDaemon, stable_worker_id, supervise
-from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME
+from entitlements._progress import progress
+from entitlements.commands.cleanup import DEFAULT_QUEUE as DEFAULT_RETRY_QUEUE_NAME
+
+if TYPE_CHECKING:  # the daemon and the stores are imported when a command runs: --help stays fast
+    from pipeline.daemon import DaemonSpec
 
 app = typer.Typer()
 
@@ -38,6 +35,7 @@ def consume(
 ) -> None:
     """Run the KCL consumer of the table's stream until SIGTERM or Ctrl-C (then checkpoint and stop)."""
     from entitlements import compose  # noqa: PLC0415 (kept off `--help`)
+    from pipeline.daemon import DaemonSpec, stable_worker_id  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()
@@ -68,6 +66,8 @@ class _CountedDaemon:
     """The daemon, with its starts counted (the endpoint's `entitlements_consumer_daemon_starts`)."""
 
     def __init__(self, spec: DaemonSpec) -> None:
+        from pipeline.daemon import KclDaemon  # noqa: PLC0415
+
         self._daemon = KclDaemon(spec)
         self.starts = 0
 
@@ -118,6 +118,8 @@ def _supervise_with_metrics(settings: Settings, spec: DaemonSpec, worker: str, s
             endpoint = telemetry.serve(
                 metrics, port, variable="ENTITLEMENTS_METRICS__CONSUME_PORT", registry=figures.registry()
             )
+        from pipeline.daemon import supervise  # noqa: PLC0415
+
         supervise(daemon, stop)
     finally:
         if endpoint is not None:
@@ -132,6 +134,14 @@ def replay_parked() -> None:
     decoded is quarantined, one now refused is dead-lettered, the rest replay; a damaged parked file is
     skipped, named on one line. Exits 1 while anything stays parked. With nothing parked it ends at once,
     needing no AWS."""
+    from entitlements.commands._stores import (  # noqa: PLC0415
+        Stores,
+        build_recovery,
+        exit_if_damaged,
+        one_line_errors,
+        print_report,
+    )
+
     configure_logging()
     settings = load_settings()
     parked = Stores.from_settings(settings).parked
@@ -139,8 +149,8 @@ def replay_parked() -> None:
         typer.echo("nothing parked" if parked.count() == 0 else "nothing parked that can be read")
         exit_if_damaged("replay-parked", parked)
         return
-    with one_line_errors("replay-parked"):
-        report = build_recovery(settings).replay_parked()
+    with one_line_errors("replay-parked"), progress("replaying parked batches") as bar:
+        report = build_recovery(settings).replay_parked(progress=bar.at)
         still = parked.count()
     print_report("replayed parked batches:", report, "still parked")
     exit_if_damaged("replay-parked", parked)

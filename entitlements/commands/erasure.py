@@ -16,12 +16,7 @@ from typing import Annotated
 import typer
 
 from config import ErasureSettings, Settings, load_settings
-from entitlements import compose
 from entitlements._logging import configure_logging
-from processors.erasure import (
-    ErasureConfigError,
-    checked_timings,
-)
 from schema.erasure import (
     REQUEST_TYPES,
     ErasureContractError,
@@ -31,6 +26,8 @@ from schema.erasure import (
     refusal_reasons,
 )
 
+# The worker's parts (processors.erasure, the composition root) are imported by the commands that run
+# them, so that `--help` and `validate` stay fast.
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
 
@@ -99,7 +96,9 @@ def erasure_settings(settings: Settings, environ: Mapping[str, str]) -> ErasureS
     )
 
 
-def _settings() -> tuple[Settings, ErasureSettings]:
+def _settings(command: str) -> tuple[Settings, ErasureSettings]:
+    from processors.erasure import ErasureConfigError, checked_timings  # noqa: PLC0415
+
     settings = load_settings()
     try:
         erasure = erasure_settings(settings, os.environ)
@@ -112,7 +111,7 @@ def _settings() -> tuple[Settings, ErasureSettings]:
                 f"commit_interval_seconds={settings.consumer.commit_interval_seconds:g}"
             )
     except (ErasureEnvironmentError, ErasureConfigError) as refused:
-        typer.echo(f"refusing to start: {refused}", err=True)
+        typer.echo(f"entitlements: erasure {command}: refusing to start: {refused}", err=True)
         raise typer.Exit(code=2) from None
     return settings, erasure
 
@@ -121,12 +120,15 @@ def _settings() -> tuple[Settings, ErasureSettings]:
 def setup() -> None:
     """Create (or bring to the contract) the store's erasure queue, its dead-letter queue, the topic
     subscription (raw delivery, no filter policy) and the responses queue. Idempotent."""
+    from entitlements import compose  # noqa: PLC0415
+    from processors.erasure import ErasureConfigError, checked_timings  # noqa: PLC0415
+
     configure_logging()
-    settings, erasure = _settings()
+    settings, erasure = _settings("setup")
     try:
         channel = compose.setup_erasure_channel(settings, erasure)
     except ErasureConfigError as refused:
-        typer.echo(f"setup refused: {refused}", err=True)
+        typer.echo(f"entitlements: erasure setup: refused: {refused}", err=True)
         raise typer.Exit(code=2) from None
     timings = checked_timings(erasure)
     typer.echo(f"topic: {channel.topic_arn}")
@@ -146,8 +148,11 @@ def worker(
 ) -> None:
     """Run the store's erasure subscriber until SIGTERM or Ctrl-C. Refuses to start when a setting is
     above its channel cap or the queue is not set up as the contract requires."""
+    from entitlements import compose  # noqa: PLC0415
+    from processors.erasure import ErasureConfigError  # noqa: PLC0415
+
     configure_logging()
-    settings, erasure = _settings()
+    settings, erasure = _settings("worker")
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -165,5 +170,5 @@ def worker(
         try:
             running.run(stop, wait_seconds=wait_seconds, pollers=pollers)
         except ErasureConfigError as refused:
-            typer.echo(f"refusing to start: {refused}", err=True)
+            typer.echo(f"entitlements: erasure worker: refusing to start: {refused}", err=True)
             raise typer.Exit(code=2) from None

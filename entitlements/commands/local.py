@@ -20,18 +20,18 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import SecretStr
 
 from config import AwsSettings, ClockSettings, Settings, load_settings
-from devstack.fake_array import FakeArrayServer
-from devstack.fake_transactions import FakeTransactionsServer
-from devstack.stack import LocalStack, StackEndpoints, ensure_free_ports
-from entitlements import compose
 from entitlements._logging import configure_logging
-from pipeline.clock import clock_from_settings
+
+if TYPE_CHECKING:  # the stack's modules (moto, the fakes) are imported when `up` runs: --help stays fast
+    from devstack.fake_array import FakeArrayServer
+    from devstack.fake_transactions import FakeTransactionsServer
+    from devstack.stack import LocalStack, StackEndpoints
 
 app = typer.Typer(no_args_is_help=True, help="The local stack (moto on 127.0.0.1).")
 
@@ -124,6 +124,8 @@ def _local_settings(
 
 def _set_up(settings: Settings, endpoints: StackEndpoints) -> None:
     """What `entitlements cleanup setup` and `entitlements erasure setup` make, on the local stack."""
+    from entitlements import compose  # noqa: PLC0415
+
     local = _local_settings(settings, endpoints)
     queues = compose.setup_retry_queues(local)
     channel = compose.setup_erasure_channel(local, local.erasure)
@@ -136,6 +138,43 @@ def _write_private(path: Path, text: str) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(text)
+
+
+def _parts(
+    settings: Settings, clock: ClockSettings, ports: dict[str, int], *, table_name: str | None, ttl: float
+) -> tuple[LocalStack, FakeArrayServer, FakeTransactionsServer]:
+    """moto with the TTL emulator, the fake Array and the fake transactions-service, not started."""
+    from devstack.fake_array import FakeArrayServer  # noqa: PLC0415
+    from devstack.fake_transactions import FakeTransactionsServer  # noqa: PLC0415
+    from devstack.stack import LocalStack  # noqa: PLC0415
+    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+
+    stack = LocalStack(
+        clock=clock_from_settings(clock),
+        region=settings.aws.region,
+        table_name=table_name,
+        port=ports["--port"],
+        ttl_interval_seconds=ttl,
+    )
+    # Every account exists at the fake Array until its first delete, so that cleanups of rows written
+    # straight to the table (the simulator's planted anomalies) find their accounts, as in production.
+    array = FakeArrayServer(
+        port=ports["--array-port"],
+        app_key=settings.array.app_key.get_secret_value(),
+        server_token=settings.array.server_token.get_secret_value(),
+        every_account_exists=True,
+    )
+    return stack, array, FakeTransactionsServer(port=ports["--transactions-port"])
+
+
+def _refuse_early(ports: dict[str, int], env_file: Path | None) -> None:
+    """What would fail after the stack started, refused before anything starts: a port in use or given
+    twice, an exports file whose folder cannot be made."""
+    from devstack.ports import ensure_free_ports  # noqa: PLC0415
+
+    ensure_free_ports(ports)
+    if env_file is not None:
+        env_file.parent.mkdir(parents=True, exist_ok=True)
 
 
 def _print_endpoints(
@@ -208,23 +247,15 @@ def up(
     configure_logging()
     settings = load_settings()
     port_wanted = settings.service.port if service_port is None else service_port
-    ensure_free_ports(
-        {
-            "--port": port,
-            "--array-port": array_port,
-            "--transactions-port": transactions_port,
-            "--service-port": port_wanted if service and table else 0,
-        }
-    )
-    if env_file is not None:  # a folder that cannot hold it is refused before anything starts
-        env_file.parent.mkdir(parents=True, exist_ok=True)
+    ports = {"--port": port, "--array-port": array_port, "--transactions-port": transactions_port}
+    _refuse_early(ports | {"--service-port": port_wanted if service and table else 0}, env_file)
     clock_settings = _clock_settings(settings, clock_speed, clock_start)
-    stack = LocalStack(
-        clock=clock_from_settings(clock_settings),
-        region=settings.aws.region,
+    stack, array, transactions = _parts(
+        settings,
+        clock_settings,
+        ports,
         table_name=settings.consumer.table_name if table else None,
-        port=port,
-        ttl_interval_seconds=ttl_interval,
+        ttl=ttl_interval,
     )
     stop = threading.Event()
     started = threading.Event()
@@ -236,15 +267,6 @@ def up(
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    # Every account exists at the fake Array until its first delete, so that cleanups of rows written
-    # straight to the table (the simulator's planted anomalies) find their accounts, as in production.
-    array = FakeArrayServer(
-        port=array_port,
-        app_key=settings.array.app_key.get_secret_value(),
-        server_token=settings.array.server_token.get_secret_value(),
-        every_account_exists=True,
-    )
-    transactions = FakeTransactionsServer(port=transactions_port)
     running = contextlib.ExitStack()
     try:
         endpoints = stack.start()

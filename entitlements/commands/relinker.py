@@ -18,11 +18,9 @@ from typing import Annotated
 import typer
 
 from config import load_settings
-from entitlements import compose
-from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from service.dynamo import EntitlementTable
-from service.relinker import enqueue_relinks
+
+# The service's parts are imported by each command as it runs, so that `--help` stays fast.
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -35,6 +33,8 @@ def relinker() -> None:
 @app.command()
 def setup() -> None:
     """Create (or bring up to date) the relink job queue and its dead-letter queue; print their URLs."""
+    from entitlements import compose  # noqa: PLC0415
+
     configure_logging()
     queues = compose.setup_relink_queues(load_settings())
     typer.echo(f"relink queue: {queues.queue_url}")
@@ -49,6 +49,11 @@ def enqueue(
     ] = False,
 ) -> None:
     """Send one relink job per chosen user (or per user holding an Active row)."""
+    from entitlements import compose  # noqa: PLC0415
+    from entitlements._clients import aws_client  # noqa: PLC0415
+    from service.dynamo import EntitlementTable  # noqa: PLC0415
+    from service.relinker import enqueue_relinks  # noqa: PLC0415
+
     configure_logging()
     if bool(user) == all_active:
         typer.echo("entitlements: give --user (one or more) or --all-active", err=True)
@@ -72,6 +77,8 @@ def run(
     max_seconds: Annotated[float, typer.Option(help="With --drain: give up after this long.")] = 600.0,
 ) -> None:
     """Run relink jobs: arraylink for each, its outcome in the lake, then the job acknowledged."""
+    from entitlements import compose  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     parts = compose.service_parts(settings, sink=compose.lake_handler(settings, name="relinker-outcomes"))

@@ -12,11 +12,9 @@ __all__ = ["app"]
 from typing import Annotated
 
 import typer
-import uvicorn
 
 from config import load_settings
-from devstack.stack import ensure_free_ports
-from entitlements import compose
+from devstack.ports import ensure_free_ports
 from entitlements._logging import configure_logging
 
 app = typer.Typer(no_args_is_help=False, add_completion=False)
@@ -28,6 +26,10 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port (default: service.port).")] = None,
 ) -> None:
     """Serve signup, cancellation, reactivation, second Array signup and POST /{user_id}/processor."""
+    import uvicorn  # noqa: PLC0415 (the web stack is imported when it serves: --help stays fast)
+
+    from entitlements import compose  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     bind = host or settings.service.host

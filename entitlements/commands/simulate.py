@@ -18,34 +18,18 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from config import Settings, load_settings
-from devstack.service_workload import WorkloadConfig, WorkloadSummary, run_service_workload
-from devstack.simulator import (
-    EntitlementTable,
-    FaultKind,
-    Mix,
-    SimulationConfig,
-    plant_faults,
-    run_simulation,
-)
-from entitlements import compose
-from entitlements._clients import aws_client
 from entitlements._logging import configure_logging
-from pipeline.clock import clock_from_settings
+
+if TYPE_CHECKING:  # the simulator and the service are imported when the command runs: --help stays fast
+    from devstack.service_workload import WorkloadSummary
+    from devstack.simulator import EntitlementTable, SimulationConfig
 
 app = typer.Typer()
-
-# The anomalies a workload through the service cannot produce: planted by direct writes.
-DIRECT_WRITE_FAULTS = (
-    FaultKind.STRING_TTL,
-    FaultKind.MILLISECOND_TTL,
-    FaultKind.FAILED_REACTIVATION_DELETE,
-    FaultKind.TOKEN_CANARY,
-)
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -115,6 +99,11 @@ def simulate(
 ) -> None:
     """Send the service's workload (through the service with --clients, else to the table); print a
     summary (counts only) as JSON."""
+    from devstack.simulator import EntitlementTable, Mix, SimulationConfig, run_simulation  # noqa: PLC0415
+    from entitlements import compose  # noqa: PLC0415
+    from entitlements._clients import aws_client  # noqa: PLC0415
+    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     try:
@@ -169,7 +158,18 @@ def _through_the_service(
     service_url: str | None,
     unguarded: bool,
 ) -> WorkloadSummary:
+    from devstack.service_workload import WorkloadConfig, run_service_workload  # noqa: PLC0415
+    from devstack.simulator import FaultKind, plant_faults  # noqa: PLC0415
     from entitlements._workload import local_service  # noqa: PLC0415 (the service's stack, only here)
+    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+
+    # The anomalies a workload through the service cannot produce: planted by direct writes.
+    direct_write_faults = (
+        FaultKind.STRING_TTL,
+        FaultKind.MILLISECOND_TTL,
+        FaultKind.FAILED_REACTIVATION_DELETE,
+        FaultKind.TOKEN_CANARY,
+    )
 
     workload = WorkloadConfig(
         users=config.users,
@@ -181,7 +181,7 @@ def _through_the_service(
         rate=config.rate,
     )
     planted = (
-        plant_faults(config, table, clock_from_settings(settings.clock), DIRECT_WRITE_FAULTS)
+        plant_faults(config, table, clock_from_settings(settings.clock), direct_write_faults)
         if config.faults
         else []
     )

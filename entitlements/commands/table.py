@@ -6,11 +6,6 @@ __all__ = ["app"]
 
 import typer
 
-from config import load_settings
-from entitlements._clients import aws_client
-from entitlements._logging import configure_logging
-from pipeline.tables import create_table
-
 app = typer.Typer(no_args_is_help=True, help="The entitlements table.")
 
 
@@ -19,6 +14,12 @@ def create(
     table_name: str = typer.Option(None, help="Table name; default the settings' consumer.table_name."),
 ) -> None:
     """Make the table (or bring an existing one to the contract) on the configured endpoint."""
+    # Imported here, not at the top: `--help` never pays for them.
+    from config import load_settings  # noqa: PLC0415
+    from entitlements._clients import aws_client  # noqa: PLC0415
+    from entitlements._logging import configure_logging  # noqa: PLC0415
+    from pipeline.tables import create_table  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     name = table_name or settings.consumer.table_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 __all__ = ["DeletedAccountsSource", "RepairCandidate", "RepairReport", "repair_removed_rows"]
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,12 +49,16 @@ def repair_removed_rows(
     *,
     clock: Clock,
     dry_run: bool,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RepairReport:
+    """`progress(done, total)` is called before each account and at the end (a command's bar)."""
     report = RepairReport()
     accounts = sorted({account for _user, account in source.deleted_accounts() if account})
     report.accounts = len(accounts)
     updated_at = business_time(clock.now())
-    for account in accounts:
+    for done, account in enumerate(accounts):
+        if progress is not None:
+            progress(done, len(accounts))
         try:
             rows = find_rows_for_account(dynamodb, table_name, account)
         except GuardUnavailableError as failed:
@@ -72,4 +76,6 @@ def repair_removed_rows(
                 report.marked += 1
             else:
                 report.failed.append((candidate, result.code))
+    if progress is not None:
+        progress(len(accounts), len(accounts))
     return report

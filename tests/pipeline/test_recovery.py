@@ -336,3 +336,12 @@ def test_raw_records_round_trip_unchanged_through_a_replay(tmp_path: Path) -> No
     recovery(tmp_path, Recorder("lake"), decode=decode).replay_parked()
     assert seen == [b"e\xff"]
     assert [record.raw for record in Stores.under(tmp_path).quarantine] == [b"e\xff"]
+
+
+def test_replay_progress_is_reported_before_each_batch_and_at_the_end(tmp_path: Path) -> None:
+    park(tmp_path, "cleanup", "e1", "e2")
+    seen: list[tuple[int, int]] = []
+    recovery(tmp_path, Recorder("cleanup"), Recorder("lake")).replay_parked(
+        progress=lambda done, total: seen.append((done, total))
+    )
+    assert seen == [(0, 1), (1, 1)]

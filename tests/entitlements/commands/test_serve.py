@@ -11,7 +11,6 @@ from fastapi import FastAPI
 from typer.testing import CliRunner
 
 from entitlements.cli import app as cli
-from entitlements.commands import serve
 
 
 @pytest.fixture
@@ -19,7 +18,7 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("ENTITLEMENTS_CONSUMER__STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("ENTITLEMENTS_LAKE__ROOT", str(tmp_path / "lake"))
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(serve.uvicorn, "run", lambda app, **options: seen.update(app=app, **options))
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: seen.update(app=app, **options))
     return seen
 
 

@@ -96,3 +96,16 @@ def test_accounts_whose_rows_cannot_be_read_are_reported(table: str) -> None:
         _Unreadable(), table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False
     )
     assert report.unreadable == {"acct-1": "ThrottlingException"}
+
+
+def test_progress_is_reported_before_each_account_and_at_the_end(dynamodb: Any, table: str) -> None:
+    seen: list[tuple[int, int]] = []
+    repair_removed_rows(
+        dynamodb,
+        table,
+        Deleted(("u1", "acct-1"), ("u2", "acct-2")),
+        clock=FixedClock(),
+        dry_run=True,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(0, 2), (1, 2), (2, 2)]
