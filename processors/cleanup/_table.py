@@ -36,7 +36,7 @@ class RowRef:
 @dataclass(frozen=True, slots=True)
 class MarkResult:
     marked: bool
-    code: str  # "marked", "ConditionalCheckFailedException", or another error code
+    code: str  # "marked", "already_removed", "ConditionalCheckFailedException", or another error code
 
 
 def _string(item: dict[str, Any], name: str) -> str | None:
@@ -93,7 +93,10 @@ def find_rows_for_account(dynamodb: DynamoDBClient, table_name: str, array_accou
 def mark_row_removed(
     dynamodb: DynamoDBClient, table_name: str, row: RowRef, array_account_id: str, updated_at: str
 ) -> MarkResult:
-    """Set the row Removed if it still names the account and is not already Removed. Never creates it."""
+    """Set the row Removed if it still names the account and is not already Removed. Never creates it.
+
+    A refused condition is read back: a row already Removed that names the account is marked (an earlier
+    request did it: botocore's retry of a request whose answer timed out, or another attempt)."""
     try:
         dynamodb.update_item(
             TableName=table_name,
@@ -113,5 +116,24 @@ def mark_row_removed(
             },
         )
     except (ClientError, BotoCoreError) as failed:
-        return MarkResult(marked=False, code=aws_error_code(failed))
+        code = aws_error_code(failed)
+        if code == "ConditionalCheckFailedException" and _removed(
+            dynamodb, table_name, row, array_account_id
+        ):
+            return MarkResult(marked=True, code="already_removed")
+        return MarkResult(marked=False, code=code)
     return MarkResult(marked=True, code="marked")
+
+
+def _removed(dynamodb: DynamoDBClient, table_name: str, row: RowRef, array_account_id: str) -> bool:
+    try:
+        item = dynamodb.get_item(
+            TableName=table_name, Key={"pk": {"S": row.pk}, "sk": {"S": row.sk}}, ConsistentRead=True
+        ).get("Item")
+    except (ClientError, BotoCoreError):
+        return False  # unknown: the refusal stands
+    return bool(
+        item
+        and _string(item, "status") == EntitlementStatus.REMOVED.value
+        and _string(item, "arrayAccountId") == array_account_id
+    )
