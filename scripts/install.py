@@ -13,9 +13,9 @@ Steps, in order:
    is built once and kept in `.cache/kclpy/`; later installs take it from there (no Maven, no build).
 2. The project itself, with the extras asked for: built from a scratch copy of its packages (nothing is
    written into the working tree), or `pip install -e .` with `--editable`.
-3. With `--launcher DIR`: the KCL launcher (pipeline/launcher) built by Maven in a scratch folder (the
-   working tree's `target/` is never touched) and `entitlements-kcl-launcher.jar` plus its `lib/` put
-   in DIR. Point `ENTITLEMENTS_CONSUMER__LAUNCHER_JAR` at `DIR/entitlements-kcl-launcher.jar`.
+3. With `--launcher DIR`: the KCL launcher (pipeline/launcher) built by Maven in a scratch folder while
+   pip installs step 2 (the working tree's `target/` is never touched), and `entitlements-kcl-launcher.jar`
+   with its `lib/` put in DIR. Point `ENTITLEMENTS_CONSUMER__LAUNCHER_JAR` at that jar.
 
 Needs `mvn` (and a JDK) only while building: for step 1 when the wheel is not cached yet, for step 3.
 """
@@ -31,6 +31,7 @@ import sys
 import tarfile
 import tempfile
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,10 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     pip_options = ["--no-compile"] if args.no_compile else []
-    install_kclpy(*pip_options)
-    install_project(*pip_options, editable=args.editable, extras=args.extras)
-    if args.launcher is not None:
-        sys.stdout.write(f"launcher: {install_launcher(args.launcher.resolve())}\n")
+    install_kclpy(*pip_options)  # may run Maven: before the launcher's build, never beside it
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        # Maven builds the launcher while pip installs the project: neither waits for the other.
+        launcher = None if args.launcher is None else beside.submit(install_launcher, args.launcher.resolve())
+        install_project(*pip_options, editable=args.editable, extras=args.extras)
+        if launcher is not None:
+            sys.stdout.write(f"launcher: {launcher.result()}\n")
 
 
 if __name__ == "__main__":
