@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # the stack's modules (moto, the fakes) are imported when `up
 app = typer.Typer(no_args_is_help=True, help="The local stack (moto on 127.0.0.1).")
 
 
-class _StopRequested(Exception):
-    """SIGTERM or Ctrl-C while the stack is starting."""
+class _StopRequested(BaseException):
+    """SIGTERM or Ctrl-C while the stack is starting. A BaseException, as KeyboardInterrupt is: code that
+    catches Exception on the way (a logging handler writing a line) must not swallow it."""
 
 
 # moto accepts any credentials; these dummies keep every SDK (boto3, the Java KCL) off real accounts.

@@ -151,6 +151,27 @@ def test_local_up_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert stop(start_local_up(tmp_path).process) == 0
 
 
+def test_local_up_stopped_while_starting_stops_what_started_and_says_so_on_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITLEMENTS_")}
+    env["ENTITLEMENTS_CONSUMER__STATE_DIR"] = str(tmp_path / "state")
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from entitlements.cli import main; main()", "local", "up",
+         "--service-port", "0"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    for line in process.stderr:  # moto is up; the fakes, the queues and the service are still to come
+        if '"local stack up"' in line:
+            process.send_signal(signal.SIGTERM)
+            break
+    try:
+        rest = process.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    assert (process.returncode, rest) == (143, "entitlements: local up: stopped while starting\n")
+
+
 def test_local_up_makes_the_queues_the_setup_commands_make(running: Running) -> None:
     sqs = client(running.exports["ENTITLEMENTS_AWS__ENDPOINT_URL"], "sqs")
     names = {url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])}
