@@ -93,3 +93,21 @@ def test_an_index_query_still_finds_its_item_across_the_table(dynamodb: Any, tab
         ExpressionAttributeValues={":g": {"S": "ARRAY#u1-a2"}},
     )
     assert [i["sk"]["S"] for i in answer["Items"]] == ["ENTITLEMENT#u1-a2"]
+
+
+def test_a_query_of_a_table_without_a_sort_key_answers_its_one_item(dynamodb: Any) -> None:
+    name = f"query-cost-hash-{uuid.uuid4().hex[:12]}"
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "leaseKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "leaseKey", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for key in ("shard-1", "shard-2"):
+        dynamodb.put_item(TableName=name, Item={"leaseKey": {"S": key}, "owner": {"S": f"w-{key}"}})
+    answer = dynamodb.query(
+        TableName=name,
+        KeyConditionExpression="leaseKey = :k",
+        ExpressionAttributeValues={":k": {"S": "shard-2"}},
+    )
+    assert [item["owner"]["S"] for item in answer["Items"]] == ["w-shard-2"]
