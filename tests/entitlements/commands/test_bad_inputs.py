@@ -415,8 +415,15 @@ def test_erasure_validate_of_a_malformed_file_gives_a_verdict_per_line_never_a_t
 # -- what needs nothing -------------------------------------------------------------------------------
 
 
-def test_replay_parked_with_nothing_parked_needs_no_aws(world: World) -> None:
+def test_replay_parked_with_nothing_parked_and_a_dead_endpoint_needs_no_aws(world: World) -> None:
     result = world.run(COMMANDS["replay-parked"], **world.dead_aws())
+    assert (result.exit_code, result.output.splitlines()) == (0, ["nothing parked"])
+
+
+def test_replay_parked_with_nothing_parked_and_no_aws_configured_needs_no_aws(world: World) -> None:
+    no_aws = {name: None for name in world.env if name.startswith("ENTITLEMENTS_AWS__")}
+    no_aws.update(AWS_ACCESS_KEY_ID=None, AWS_SECRET_ACCESS_KEY=None, AWS_DEFAULT_REGION=None)
+    result = CliRunner().invoke(app, COMMANDS["replay-parked"], env={**world.env, **no_aws})
     assert (result.exit_code, result.output.splitlines()) == (0, ["nothing parked"])
 
 
