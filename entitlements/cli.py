@@ -258,10 +258,13 @@ def _httpx_line(error: Exception) -> str | None:
 
 
 def _os_line(error: OSError) -> str:
-    what = error.strerror or type(error).__name__
+    """The OS's reason and the path (`No such file or directory: var/x`); an OSError raised with a message
+    of ours (`launcher jar not built: ...`) keeps it."""
+    if error.strerror is None:
+        return str(error) or type(error).__name__
     if error.filename is not None:
-        return f"{what}: {error.filename}"
-    return what
+        return f"{error.strerror}: {error.filename}"
+    return error.strerror
 
 
 def describe_error(error: BaseException) -> str:

@@ -144,3 +144,10 @@ def test_an_unexpected_error_is_named_by_its_class_only() -> None:
 def test_an_os_error_names_its_path() -> None:
     error = FileNotFoundError(2, "No such file or directory", "/nowhere/x")
     assert describe_error(error) == "No such file or directory: /nowhere/x"
+
+
+def test_an_os_error_raised_with_a_message_keeps_it() -> None:
+    assert (
+        describe_error(FileNotFoundError("launcher jar not built: /x.jar"))
+        == "launcher jar not built: /x.jar"
+    )
