@@ -17,6 +17,7 @@ from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
 from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake, snapshot
 from analytics.lake._delta import open_table
+from analytics.lake._duck import delta_extension_path, literal
 from analytics.lake._files import ensure_layout
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
@@ -103,6 +104,21 @@ def test_the_duckdb_cli_reads_the_views_from_any_folder(
     elsewhere.mkdir()
     counted = _duckdb_cli(cli_script(lake), "SELECT count(*) FROM changes", elsewhere)
     assert counted == [str(len(history.events))]
+
+
+def test_the_duckdb_cli_and_the_python_package_are_one_version() -> None:
+    result = subprocess.run(
+        [duckdb_cli(), "--version"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split()[0] == f"v{duckdb.__version__}"
+
+
+def test_the_duckdb_cli_reads_the_delta_tables_with_the_extension_wheel(
+    landed: Lake, history: TableSim, tmp_path: Path
+) -> None:
+    script = f"LOAD {literal(delta_extension_path())};"
+    query = f"SELECT count(DISTINCT event_id) FROM delta_scan({literal(landed.table_uri(CHANGES))})"
+    assert _duckdb_cli(script, query, tmp_path) == [str(len(history.events))]
 
 
 def test_the_duckdb_cli_sees_every_comment(landed: Lake, tmp_path: Path) -> None:
