@@ -1,7 +1,7 @@
 """The lake: Delta tables (delta-rs) written by the landing (a record-processor handler and outcome sink),
 compacted, snapshotted and purged to the last byte. Tables and their columns: schema/lake.md."""
 
-from analytics.lake._errors import LakeMissing, NoDataAsOf, QueryFailed, QueryRefused
+from analytics.lake._errors import LakeMissing, LakeUnreachable, NoDataAsOf, QueryFailed, QueryRefused
 from analytics.lake._filesystem import Lake, lake_from_settings, open_lake
 from analytics.lake._read import first_change_at, require_as_of, require_data
 from analytics.lake._schema import (
@@ -43,6 +43,7 @@ __all__ = [
     "Lake",
     "LakeHandler",
     "LakeMissing",
+    "LakeUnreachable",
     "LandingStats",
     "NoDataAsOf",
     "PurgeCounts",

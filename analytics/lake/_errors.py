@@ -4,6 +4,7 @@ path and the command that fills it, never an empty answer.
 
     TerminalError
       LakeMissing   no lake at the path, or its tables hold no data yet
+      LakeUnreachable  the lake's storage did not answer (an S3 endpoint down, a bucket refused)
       NoDataAsOf    an `--as-of` instant before the lake's first change
       QueryRefused  a query over the views that is not one read (`entitlements sql` is read-only)
       QueryFailed   DuckDB could not run a query over the views
@@ -13,7 +14,7 @@ Messages name the lake's root (a path or `s3://bucket/prefix`) and an instant, n
 
 from __future__ import annotations
 
-__all__ = ["FILL_COMMANDS", "LakeMissing", "NoDataAsOf", "QueryFailed", "QueryRefused"]
+__all__ = ["FILL_COMMANDS", "LakeMissing", "LakeUnreachable", "NoDataAsOf", "QueryFailed", "QueryRefused"]
 
 from datetime import datetime
 
@@ -28,6 +29,20 @@ class LakeMissing(TerminalError):
     def __init__(self, root: str, *, reason: str = "not found", hint: str = FILL_COMMANDS) -> None:
         self.root = root
         super().__init__(f"lake {reason} at {root}: {hint}")
+
+
+class LakeUnreachable(TerminalError):
+    """The lake's storage could not be read (delta-rs's object store gave up: endpoint down, bucket
+    missing, access refused). Names the lake and the endpoint, never a credential."""
+
+    def __init__(self, root: str, endpoint: str | None) -> None:
+        self.root = root
+        where = f" on the S3 endpoint {endpoint}" if endpoint else ""
+        super().__init__(
+            f"cannot read the lake at {root}{where}: check ENTITLEMENTS_LAKE__ROOT and "
+            "ENTITLEMENTS_AWS__ENDPOINT_URL (or ENTITLEMENTS_AWS__S3_ENDPOINT) and the credentials, "
+            "or start the local stack with `entitlements local up`"
+        )
 
 
 class NoDataAsOf(TerminalError):

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from analytics.lake._delta import LOG_DIR, active_files, open_table
-from analytics.lake._errors import LakeMissing, NoDataAsOf
+from analytics.lake._errors import LakeMissing, LakeUnreachable, NoDataAsOf
 from analytics.lake._filesystem import Lake
 from analytics.lake._schema import CHANGES, OUTCOMES
 
@@ -31,7 +32,10 @@ def _holds_data(table: DeltaTable | None) -> bool:
 def require_data(lake: Lake) -> DeltaTable:
     """The `changes` table at its latest version. Raises `LakeMissing` when the lake has no `changes`
     table or neither `changes` nor `outcomes` ever committed data (nothing ran that fills a lake)."""
-    changes = open_table(lake, CHANGES)
+    try:
+        changes = open_table(lake, CHANGES)
+    except (OSError, DeltaError) as error:  # delta-rs's object store: endpoint down, bucket refused
+        raise LakeUnreachable(lake.uri, lake.storage_options.get("AWS_ENDPOINT_URL")) from error
     if changes is None:
         if _exists(lake, CHANGES) and not _exists(lake, f"{CHANGES}/{LOG_DIR}"):
             raise LakeMissing(lake.uri, reason="not in the Delta format", hint=MIGRATE_HINT)
