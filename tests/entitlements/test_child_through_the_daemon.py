@@ -33,7 +33,7 @@ MISTYPED = {
     "a secret in JSON that does not parse": (
         "ENTITLEMENTS_ARRAY",
         f'{{"server_token": "{CANARY}"',
-        'settings refused: error parsing value for field "array"',
+        'ENTITLEMENTS_ARRAY: not a JSON object (error parsing value for field "array")',
     ),
 }
 
