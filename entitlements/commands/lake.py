@@ -242,8 +242,11 @@ def compact_command(
     """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
     vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings(), create=False)
-    require_data(lake)
+    # One run of nothing is a mistake (no lake there); the follower is a service started beside the
+    # consumer, so it waits for the lake the consumer creates.
+    lake = lake_from_settings(load_settings(), create=follow)
+    if not follow:
+        require_data(lake)
 
     def report(result: CompactionResult) -> None:
         for dataset in ("changes", "outcomes"):
