@@ -24,13 +24,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # (PyYAML, moto's dependency, ships no stubs)
 
 from tests.support.polling import wait_for
 
@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker" / "compose.yaml"
 # Where the images install the project (scripts/install.py into a virtual environment there).
 IMAGE_PREFIX = "/opt/entitlements"
+T = TypeVar("T")
 _LOOPBACK_PORT = re.compile(r"(?<=127\.0\.0\.1:)(\d+)")
 
 
@@ -177,7 +178,7 @@ class ComposeRun:
         return code == 0
 
     def wait_ready(self, name: str, condition: str, *, timeout: float) -> None:
-        ready = {
+        ready: Callable[[], bool] = {
             "service_healthy": lambda: self._healthy(name),
             "service_completed_successfully": lambda: self._exited_zero(name),
             "service_started": lambda: True,
@@ -201,6 +202,15 @@ class ComposeRun:
     def assert_running(self, name: str) -> None:
         code = self.started[name].process.poll()
         assert code is None, f"{name} exited {code}:\n{self.log_tail(name)}"
+
+    def wait_for(self, probe: Callable[[], T | None], *, timeout: float, watching: str) -> T:
+        """`wait_for(probe)`, failing with the tail of the `watching` service's output on a timeout."""
+        try:
+            return wait_for(probe, timeout=timeout, interval=1.0)
+        except AssertionError:
+            raise AssertionError(
+                f"nothing from {watching} in {timeout:.0f} s:\n{self.log_tail(watching)}"
+            ) from None
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         return "\n".join(self.started[name].log.read_text(errors="replace").splitlines()[-lines:])

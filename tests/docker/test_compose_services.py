@@ -20,11 +20,15 @@ import pytest
 from analytics import connect, lake_from_settings
 from config import Settings, load_settings
 from devstack._writes import entitlement_row, unconditional_put
-from schema.erasure import CheckRequest, parse_erasure_message, serialize_erasure_message
+from schema.erasure import (
+    CheckRequest,
+    HoldingsResponse,
+    parse_erasure_message,
+    serialize_erasure_message,
+)
 from schema.errors import EntitlementsError
 from schema.table import EntitlementStatus
 from tests.docker.compose_services import ComposeRun, timed_install
-from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
 
@@ -87,7 +91,7 @@ def test_the_consumer_lands_a_record_written_to_the_table(stack: ComposeRun) -> 
             return []
         return [str(kind) for (kind,) in rows]
 
-    assert wait_for(landed, timeout=_LANDING_TIMEOUT, interval=1.0) == ["entitlement.created"]
+    assert stack.wait_for(landed, timeout=_LANDING_TIMEOUT, watching="consumer") == ["entitlement.created"]
 
 
 def test_the_erasure_worker_answers_a_check(stack: ComposeRun) -> None:
@@ -108,8 +112,8 @@ def test_the_erasure_worker_answers_a_check(stack: ComposeRun) -> None:
         stack.assert_running("erasure-worker")
         for message in sqs.receive_message(QueueUrl=responses, WaitTimeSeconds=1).get("Messages", []):
             parsed = parse_erasure_message(message["Body"])
-            if parsed.request_id == request.request_id:
+            if isinstance(parsed, HoldingsResponse) and parsed.request_id == request.request_id:
                 return str(parsed.answer)
         return None
 
-    assert wait_for(answer, timeout=120, interval=0.5) == "HOLDS_NONE"
+    assert stack.wait_for(answer, timeout=120, watching="erasure-worker") == "HOLDS_NONE"
