@@ -174,7 +174,9 @@ class _LazyGroup(TyperGroup):
         try:
             outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **run)
         except typer.TyperException as refused:  # click's usage errors: one line, not a panel
-            if type(refused).__name__ != "NoArgsIsHelpError":  # its help is already printed
+            if type(refused).__name__ == "NoArgsIsHelpError":  # `entitlements` or a group alone: its help
+                typer.echo(refused.format_message(), err=True)
+            else:
                 typer.echo(f"entitlements: {_usage_line(refused)}", err=True)
             sys.exit(refused.exit_code)
         except typer.Abort:

@@ -151,3 +151,13 @@ def test_an_os_error_raised_with_a_message_keeps_it() -> None:
         describe_error(FileNotFoundError("launcher jar not built: /x.jar"))
         == "launcher jar not built: /x.jar"
     )
+
+
+def test_entitlements_alone_prints_its_help() -> None:
+    done = _entitlements()
+    assert done.stderr.startswith("Usage: ") and "Stream consumer:" in done.stderr
+
+
+def test_a_group_alone_prints_its_help() -> None:
+    done = _entitlements("table")
+    assert done.stderr.startswith("Usage: ") and "create" in done.stderr
