@@ -12,6 +12,7 @@ __all__ = ["COMMANDS", "CommandEntry", "app", "describe_error", "main"]
 
 import importlib
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -171,6 +172,7 @@ class _LazyGroup(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **run)
         _RUN.debug = False
         set_quiet(False)
+        previous_hook, threading.excepthook = threading.excepthook, _thread_failed
         try:
             outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **run)
         except typer.TyperException as refused:  # click's usage errors: one line, not a panel
@@ -187,7 +189,18 @@ class _LazyGroup(TyperGroup):
                 raise
             typer.echo(f"entitlements: {describe_error(error)}", err=True)
             sys.exit(EXIT_REFUSED)
+        finally:
+            threading.excepthook = previous_hook
         sys.exit(outcome if isinstance(outcome, int) else 0)
+
+
+def _thread_failed(failed: threading.ExceptHookArgs) -> None:
+    """A background thread's failure (a server's, a worker's): one line too, unless `--debug`."""
+    if _RUN.debug or failed.exc_value is None:
+        threading.__excepthook__(failed)
+        return
+    name = failed.thread.name if failed.thread is not None else "a thread"
+    typer.echo(f"entitlements: {name} failed: {describe_error(failed.exc_value)}", err=True)
 
 
 def _one_line(text: str) -> str:

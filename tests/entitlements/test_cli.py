@@ -6,13 +6,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 import typer
 import typer.main
 
-from entitlements.cli import COMMANDS, app, describe_error
+from entitlements.cli import COMMANDS, _thread_failed, app, describe_error
 
 CANARY = "canary-7f3a-secret-value"
 REPO = Path(__file__).resolve().parents[2]
@@ -161,3 +163,13 @@ def test_entitlements_alone_prints_its_help() -> None:
 def test_a_group_alone_prints_its_help() -> None:
     done = _entitlements("table")
     assert done.stderr.startswith("Usage: ") and "create" in done.stderr
+
+
+def test_a_background_threads_failure_is_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+    error = KeyError(CANARY)
+    thread = threading.Thread(name="fake-array")
+    _thread_failed(threading.ExceptHookArgs([KeyError, error, None, thread]))
+    assert capsys.readouterr().err == (
+        "entitlements: fake-array failed: unexpected KeyError "
+        "(run `entitlements --debug ...` for the traceback)\n"
+    )
