@@ -191,6 +191,7 @@ class _LazyGroup(TyperGroup):
             sys.exit(EXIT_REFUSED)
         finally:
             threading.excepthook = previous_hook
+            _RUN.debug = False
         sys.exit(outcome if isinstance(outcome, int) else 0)
 
 
