@@ -169,6 +169,32 @@ def _mask_where(lake: Lake, where: str = "") -> str:
     return f"WHERE {' AND '.join(f'({c})' for c in clauses)}" if clauses else ""
 
 
+def _rows_and_latest(
+    lake: Lake, changes: DeltaTable, files: list[str], where: str
+) -> tuple[int, datetime | None]:
+    """How many rows `files` hold and their latest stream creation time (of the rows `where` keeps),
+    from the Delta log's file statistics (no data read) when they are complete and no user is masked;
+    else from one scan."""
+    if not files:
+        return 0, None
+    actions = pa.table(changes.get_add_actions(flatten=True))
+    stats = {
+        f"{CHANGES}/{path}": (count, latest)
+        for path, count, latest in zip(
+            _stat(actions, "path"),
+            _stat(actions, "num_records"),
+            _stat(actions, "max.created_at"),
+            strict=True,
+        )
+    }
+    wanted = [stats.get(f) for f in files]
+    if not where and all(w is not None and w[0] is not None and isinstance(w[1], datetime) for w in wanted):
+        rows = sum(int(w[0]) for w in wanted if w is not None)
+        latest = max(w[1] for w in wanted if w is not None)
+        return rows, latest.replace(tzinfo=UTC) if latest.tzinfo is None else latest.astimezone(UTC)
+    return _count_rows(lake, files), _max_created(lake, files, where)
+
+
 def _max_created(lake: Lake, files: list[str], where: str = "") -> datetime | None:
     if not files:
         return None
@@ -229,8 +255,7 @@ def snapshot(
     else:
         to_read, skipped = unfolded
     where = _mask_where(lake)
-    rows_read = _count_rows(lake, to_read)
-    through = _max_created(lake, to_read, where)
+    rows_read, through = _rows_and_latest(lake, changes, to_read, where)
     if info is not None and info.through_created_at is not None and not rebuild:
         through = max(through, info.through_created_at) if through else info.through_created_at
     rows_written = 0

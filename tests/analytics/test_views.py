@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from datetime import date
+from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 
@@ -293,6 +293,12 @@ def test_a_file_without_statistics_is_always_deduplicated(lake: Lake, history: T
 def _views_on(con: duckdb.DuckDBPyConnection) -> set[str]:
     rows = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
     return {name for (name,) in rows}
+
+
+def test_a_stream_time_comes_to_python_as_an_aware_utc_instant(landed: Lake, history: TableSim) -> None:
+    con = connect(landed, views=["changes"])
+    ((latest,),) = con.execute("SELECT max(created_at) FROM changes").fetchall()
+    assert latest == max(e.created_at for e in history.events) and latest.utcoffset() == timedelta(0)
 
 
 def test_the_view_files_create_exactly_the_listed_views(landed: Lake) -> None:
