@@ -1,6 +1,6 @@
 """A synthetic lake of any size (10 million rows in well under a minute), for benchmarks.
 
-Users follow the service's life cycles (seed 000): signup; cancellation with a 63-day cleanup record;
+Users follow the service's life cycles (docs/table.md): signup; cancellation with a 63-day cleanup record;
 reactivation (the service deletes the record); expiry (TTL removes the record, the row becomes Removed);
 a second signup (the old row Superseded, a 1-day stale record, its expiry, the row Removed); relinks (the
 same row updated). `duplicate_active_users` plants users whose second signup left two Active rows (the

@@ -9,12 +9,12 @@ Parquet footers). `now` is the table's state: the lake's own snapshot of the
 10-million-row change log (`analytics.lake.snapshot`, timed and printed too), which is what the command
 reads when a snapshot is current. The audit must find exactly the planted users. Target: <= 1.5x.
 
-The lake is written here, lean (a few hundred MB of memory): each user's history is generated as
-integers (user, step, time), sorted by time once, and only one day's rows at a time are turned into the
-lake's string columns and written, one file per (day, shard), in the lake's real schema. Users follow the
-service's life cycles (seed 000): signups, cancellations (63-day record), reactivations, expiries (the row
-Removed), second signups (old row Superseded, 1-day stale record, its expiry), relinks; `PLANTED` users
-end with two Active rows, and the audit must find exactly them.
+The lake is written here, lean (a few hundred MB of memory): each user's history is generated as integers
+(user, step, time), sorted by time once, and only one day's rows at a time are turned into the lake's string
+columns and written, one file per (day, shard), in the lake's real schema. Users follow the service's life
+cycles (docs/table.md): signups, cancellations (63-day record), reactivations, expiries (the row Removed),
+second signups (old row Superseded, 1-day stale record, its expiry), relinks; `PLANTED` users end with two
+Active rows, and the audit must find exactly them.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ same events. Beside it, in the same run and on the same records:
 - boto3's `TypeDeserializer` on the same records' images (after `orjson.loads`), untyped: decoding only;
 - a bare `orjson.loads` of the same bytes: the floor any Python decoder of these bytes stands on.
 
-Target (issue 10): at least 3x Powertools. The same run feeds a fixed set of invalid records through the
+Target: at least 3x Powertools. The same run feeds a fixed set of invalid records through the
 decoder and counts how many it rejects with `DecodeError`.
 
 Then, in the same run, the one decoder, Powertools, boto3's TypeDeserializer and bare `orjson.loads` again,

@@ -1,4 +1,4 @@
-"""`make bench` / `python -m bench delta`: the lake's Delta tables (issue 13), each figure beside a baseline
+"""`make bench` / `python -m bench delta`: the lake's Delta tables, each figure beside a baseline
 measured in the same run.
 
 - Landing commit cost: rows appended as Delta commits (the landing's `append`, the table object kept

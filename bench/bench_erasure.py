@@ -4,8 +4,8 @@ interleaved with stream-like table traffic, against moto (in its own process) an
 Set-up: a table with 1,000 accounts to erase (two entitlement rows, a stale cleanup record and two Array
 accounts each) and bystanders; the erasure channel (SNS topic -> the store's SQS queue, raw delivery);
 the lake, landed from the table's stream by a landing thread (GetRecords -> decode -> the ledger's
-`erased_filter` -> `LakeHandler`, flushed every 5 s like the consumer's commit interval). Once the seed
-has landed, a traffic thread keeps writing bystanders' rows while the requests are published on the topic
+`erased_filter` -> `LakeHandler`, flushed every 5 s like the consumer's commit interval). Once the seeded rows
+have landed, a traffic thread keeps writing bystanders' rows while the requests are published on the topic
 at a steady rate; one worker thread (`ErasureWorker.run`) answers them; a reader takes the answers off
 the responses queue.
 
@@ -349,7 +349,7 @@ def _measure(stack: _Stack, started: float) -> _Run:
     landing_thread = _thread(landing.run)
     while landing.landed < seeded:
         time.sleep(0.2)
-    time.sleep(LANDING_FLUSH_SECONDS + 0.5)  # the seed is written before any request
+    time.sleep(LANDING_FLUSH_SECONDS + 0.5)  # the seeded rows are written before any request
     run.setup_seconds = time.monotonic() - started
     answers = run.answers = Answers(stack.sqs, stack.channel.responses_queue_url)
     answers_thread = _thread(answers.run)

@@ -72,7 +72,8 @@ class AwsSettings(BaseModel):
 
 
 class PolicySettings(BaseModel):
-    """The service's cleanup policy (seed 000). Owned here; the simulator and the audits read it."""
+    """The service's cleanup policy (docs/operations/cleanup.md). Owned here; the simulator and the audits
+    read it."""
 
     model_config = _FROZEN
     cleanup_ttl_days: int = Field(

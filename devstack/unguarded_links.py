@@ -2,10 +2,10 @@
 
 `UnguardedLinkTable` stands in for the table arraylink reads and writes through
 (`entitlements.compose.service_parts(link_table=...)`): it reads the Active row as the service does, but
-writes it back with an **unconditional** whole-item put instead of SaveIfActive. That is the seed's harm
-made real: a row retired (Superseded) or removed during the link's two network calls is put back Active
-beside the user's newer row, while the stale cleanup record still names its account. The audits must
-find every such write (`stale_write`, `duplicate_active_rows_ever`).
+writes it back with an **unconditional** whole-item put instead of SaveIfActive. That is the harm the service
+design's "Array Link Writes" warns of (docs/table.md), made real: a row retired (Superseded) or removed during
+the link's two network calls is put back Active beside the user's newer row, while the stale cleanup record
+still names its account. The audits must find every such write (`stale_write`, `duplicate_active_rows_ever`).
 
 Every put asks for the item it replaced (`ReturnValues=ALL_OLD`), so the wrapper counts what it
 overwrote, by the status the row had: `overwritten` (Superseded or Removed turned Active again: what the

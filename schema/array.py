@@ -11,7 +11,7 @@ Array's public docs are behind a login; this is the shape the client (`processor
 2xx: deleted. 404: already gone. 401/403: credentials. 429 (with an optional numeric Retry-After) and
 5xx: transient. Any other status: the request itself is refused.
 
-The service's calls (`service.clients`; added with issue 14, served by the fakes in `devstack/`):
+The service's calls (`service.clients`, served by the fakes in `devstack/`):
 
     create-user (signup, second Array signup)
     POST /api/user/v2                  (no method override: the override header makes it a delete)

@@ -44,7 +44,7 @@ class OutcomeKind(StrEnum):
     CLEANUP_PARKED = "cleanup.parked"  # moved to the durable retry queue
     CLEANUP_RETRIED = "cleanup.retried"  # a parked cleanup was attempted again
     CLEANUP_ROW_MARKED = "cleanup.row_marked"  # the entitlement row was set Removed
-    CLEANUP_MARK_FAILED = "cleanup.mark_failed"  # best effort step failed (the seed's admitted gap)
+    CLEANUP_MARK_FAILED = "cleanup.mark_failed"  # best effort step failed (the service design's admitted gap)
     ERASURE_COMPLETED = "erasure.completed"
     # The service's Array link writes (arraylink, from the endpoint or the relinker): no stream record
     # is written for a link (its put changes nothing), so these outcomes are its record.

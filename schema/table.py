@@ -57,7 +57,7 @@ TTL_ATTRIBUTE = "ttl"
 
 
 class EntitlementStatus(StrEnum):
-    """The statuses an entitlement row can hold (docs/table.md derives them from the seed)."""
+    """The statuses an entitlement row can hold (docs/table.md derives them from the service design)."""
 
     ACTIVE = "Active"
     SUPERSEDED = "Superseded"  # retired in favour of a newer Array account

@@ -1,5 +1,5 @@
-"""The service's table writes (the system's write paths) and `save_if_active` (the seed's
-dynamo.SaveIfActive), on a boto3 DynamoDB client.
+"""The service's table writes (the system's write paths) and `save_if_active` (the service
+design's dynamo.SaveIfActive, docs/table.md), on a boto3 DynamoDB client.
 
 Every key and item shape comes from the table contract (`schema.table`); the conditions are stated in
 `docs/table.md`. The builders are pure and live in `schema.table_writes` (re-exported here), shared

@@ -1,5 +1,5 @@
 """Signup, cancellation, reactivation and the second Array signup: the service's table writes, as the
-seed and `docs/table.md` describe them (every condition is stated there).
+service design describes them and `docs/table.md` restates them (every condition is stated there).
 
 - signup: the user is created at Array, then one unconditional put of a fresh Active row. A put that
   fails answers 503 and the request is safe to retry (a user already holding an Active row gets it back,

@@ -93,7 +93,7 @@ def repair(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the rows; change nothing.")] = False,
 ) -> None:
     """Mark Removed, conditionally, every row whose account the lake shows deleted by cleanup while the
-    row is not Removed (the seed's admitted gap: the best-effort mark failed). Run by hand.
+    row is not Removed (the service design's admitted gap: the best-effort mark failed). Run by hand.
 
     Exits 0 when every listed row was marked (or, with --dry-run, listed), 1 when some could not be."""
     from analytics import LakeDeletedAccounts, lake_from_settings  # noqa: PLC0415

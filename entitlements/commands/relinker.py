@@ -1,4 +1,4 @@
-"""`entitlements relinker ...`: the relinker worker (issue 14; the seed's relinker, through arraylink).
+"""`entitlements relinker ...`: the relinker worker (the service design's relinker, through arraylink).
 
 - `setup` creates the job queue and its dead-letter queue (the worker never does);
 - `enqueue --user U [--user V ...] | --all-active` sends one relink job per user;

@@ -18,7 +18,8 @@ from schema.errors import EntitlementsError, FlushIncomplete, RecordContext, Ret
 class ErrArrayUserAlreadyDeleted(EntitlementsError):
     """Array answered 404 to a delete: the account is already gone, which is what cleanup wanted.
 
-    Not a failure: callers count it as success (seed 000, "Array Account Cleanup").
+    Not a failure: callers count it as success (the service design's "Array Account Cleanup",
+    docs/operations/cleanup.md).
 
     `after_unanswered` is True when an earlier request of the same call went unanswered (a timeout, a
     connection lost after sending, a 5xx): that request may have been the delete, so this 404 may be it."""

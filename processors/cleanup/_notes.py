@@ -6,12 +6,12 @@ replay's repeat delete answers 404. So the procedure notes, durably and **before
 that a delete is being sent for the expiry (`note_sending`: an owner-only file named by a digest of the
 source event id, fsynced with its folder). The rule the procedure applies on a 404:
 
-- the expiry was noted `SENT` by an earlier attempt (or the parked work says a delete was sent): the
-  account is gone because of this processor's earlier delete (`cleanup.deleted`, detail
-  `earlier_attempt`). Nothing else in this system deletes Array accounts (seed 000: the expiration
-  handler, this processor, is what deletes an Array account), and the note precedes every request, so
-  no crash instant is left between a delete reaching Array and the note: a crash before the note means
-  no request was sent; a crash after it is covered whether the request was sent, applied or answered;
+- the expiry was noted `SENT` by an earlier attempt (or the parked work says a delete was sent): the account
+  is gone because of this processor's earlier delete (`cleanup.deleted`, detail `earlier_attempt`). Nothing
+  else in this system deletes Array accounts (the service design: the expiration handler, this processor, is
+  what deletes an Array account), and the note precedes every request, so no crash instant is left between a
+  delete reaching Array and the note: a crash before the note means no request was sent; a crash after it is
+  covered whether the request was sent, applied or answered;
 - no earlier delete of the expiry was sent: the account was gone before this processor asked
   (`cleanup.already_deleted`), and the expiry is noted `GONE` so that a replay answers the same. A crash
   between that 404 and the `GONE` note leaves the `SENT` note, and the replay reports `deleted` for an

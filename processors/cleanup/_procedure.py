@@ -8,7 +8,7 @@
    (`AttemptResult.delete_sent`, carried by parked work). A 404 is this processor's delete
    (`cleanup.deleted`) when a delete of the expiry was sent before (an earlier attempt's note or parked
    work, or an unanswered request of this call), and `cleanup.already_deleted` otherwise (noted `GONE`).
-   Nothing else in this system deletes Array accounts (seed 000), so an account gone after this
+   Nothing else in this system deletes Array accounts (the service design), so an account gone after this
    expiry's delete was sent is gone by that delete; `processors.cleanup._notes` states the rule in full;
 3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
    conditional update; best effort: a failure is recorded, never retried.

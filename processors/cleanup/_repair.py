@@ -1,4 +1,4 @@
-"""Repair: close the gap the seed admits. For every account the lake shows deleted by cleanup
+"""Repair: close the gap the service design admits. For every account the lake shows deleted by cleanup
 (`cleanup.deleted` / `cleanup.already_deleted`), mark Removed, conditionally, each entitlement row naming it
 that is not Removed. Run by hand (`entitlements cleanup repair`), never on its own; `dry_run` lists only."""
 

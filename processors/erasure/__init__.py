@@ -1,4 +1,4 @@
-"""The entitlements store's erasure subscriber (seed 002; docs/operations/erasure.md).
+"""The entitlements store's erasure subscriber (the erasure contract: docs/operations/erasure.md).
 
 A worker on the store's SQS queue (fed by the erasure SNS topic with raw delivery) that validates,
 checks expiry, dispatches through one capability table and answers through `ErasureResponseSender`:

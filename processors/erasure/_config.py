@@ -1,7 +1,7 @@
 """The worker's timing settings, held to the channel's caps when it starts.
 
-A store may configure less than a cap, never more (seed 002, "The channel constants"). The worker
-refuses to start, with `ErasureConfigError`, when:
+A store may configure less than a cap, never more (the erasure contract's "The channel constants",
+docs/operations/erasure.md). The worker refuses to start, with `ErasureConfigError`, when:
 - the handler timeout is above T (handlerTimeoutCapSeconds);
 - 6 x the handler timeout (the queue's visibility timeout, visibilityTimeoutMultiplier x handler
   timeout) is not a whole number of seconds, or is above V;

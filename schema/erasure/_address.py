@@ -40,7 +40,8 @@ def quarantine_address(hold_id: str) -> str:
 def is_quarantine_address(address: str) -> bool:
     """Whether `address` is exactly one that `quarantine_address` returns: lower-case
     `quarantine+<hold_id>@erasure.invalid` with a valid hold id, nothing before or after it. A copy with
-    A to Z in it is not one (the seed's "one of those"; an address key never holds A to Z anyway)."""
+    A to Z in it is not one (the erasure contract's "one of those"; an address key never holds A to Z
+    anyway)."""
     if not isinstance(address, str):
         return False
     if not (address.startswith(_QUARANTINE_PREFIX) and address.endswith(_QUARANTINE_DOMAIN)):
