@@ -107,6 +107,9 @@ class DemoOptions:
     timeout_seconds: float = 600.0  # for each wait (expiries, the stream's end, the retry queue)
     # Faults recorded in the manifest as planted but never written: the verdict must name them missing.
     suppressed: frozenset[FaultKind] = frozenset()
+    # After the workload, Array refuses this many account deletes (expired credentials): the consumer
+    # parks those cleanups in the retry queue, and the retry worker must finish them before the report.
+    refused_deletes: int = 0
 
 
 # The anomalies the service cannot produce: planted by direct table writes, labelled so.
@@ -151,6 +154,7 @@ class _System:
     races: ForcedRaces
     planted: list[PlantedFault]
     consumer_stats: dict[str, Any] = field(default_factory=dict)
+    retry_worker: dict[str, Any] = field(default_factory=dict)  # what draining the retry queue did
     differences: list[str] = field(default_factory=list)  # the run did not finish cleanly
 
 
@@ -515,6 +519,7 @@ def _finish_parked_work(
     landing = compose.lake_handler(settings, name="retry-worker-lake")
     drained = compose.retry_worker(settings, landing).drain(max_seconds=options.timeout_seconds)
     landing.flush()
+    system.retry_worker = dataclasses.asdict(drained)
     progress(
         f"retry worker: {drained.received} parked cleanup(s) received, {drained.finished} finished, "
         f"{drained.reparked} parked again; queue empty: {drained.empty}"
@@ -645,6 +650,8 @@ def _run_the_system(options: DemoOptions, progress: Callable[[str], None]) -> _S
             progress=progress,
         )
         write_manifest(options.state_dir / MANIFEST_NAME, options.seed, system.planted)
+        if options.refused_deletes:  # only deletes are left to call Array: the cleanup parks them
+            array.expire_credentials(calls=options.refused_deletes)
         _wait(
             lambda: _pending_expiries(dynamodb, "entitlements", clock.now().timestamp()) == 0,
             options.timeout_seconds,
@@ -725,6 +732,7 @@ def _report(options: DemoOptions, system: _System, progress: Callable[[str], Non
         "events_by_type": events,
         "outcomes_by_kind": outcomes,
         "consumer": system.consumer_stats,
+        "retry_worker": system.retry_worker,
     }
     (options.state_dir / SUMMARY_NAME).write_text(json.dumps(summary, indent=1, default=str) + "\n")
     reports["summary"] = options.state_dir / SUMMARY_NAME

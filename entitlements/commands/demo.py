@@ -43,6 +43,14 @@ def demo(
     timeout: Annotated[
         float, typer.Option(min=10, help="Seconds each wait may take before the run fails.")
     ] = 600.0,
+    refuse_deletes: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="After the workload, Array refuses the next N account deletes (expired credentials): the "
+            "consumer parks those cleanups and the retry worker finishes them before the report.",
+        ),
+    ] = 0,
     suppress_fault: Annotated[
         list[FaultKind] | None,
         typer.Option(
@@ -67,6 +75,7 @@ def demo(
         speed=days_per_second * _DAY,
         timeout_seconds=timeout,
         suppressed=frozenset(suppress_fault or ()),
+        refused_deletes=refuse_deletes,
     )
     started = time.monotonic()
     result = run_demo(

@@ -2,7 +2,9 @@
 it): the same seed gives the same verdict and the same findings whatever the machine's load, and a run
 whose manifest claims a fault that was never written ends non-zero and names it.
 
-Small on purpose (CI): 40 users, 240 requests, one forced race of each kind, 63 days in 5 s.
+Small on purpose (CI): 40 users, 240 requests, one forced race of each kind, 63 days in 5 s. After the
+workload Array refuses a delete (expired credentials), so the cleanups of that flush park and the retry
+worker must finish them before the report.
 """
 
 from __future__ import annotations
@@ -23,7 +25,18 @@ pytestmark = pytest.mark.kcl
 REPO = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-c", "from entitlements.cli import main; main()")
 SEED = "11"
-SMALL = ("--users", "40", "--operations", "240", "--races", "1", "--days-per-second", "12.6")
+SMALL = (
+    "--users",
+    "40",
+    "--operations",
+    "240",
+    "--races",
+    "1",
+    "--days-per-second",
+    "12.6",
+    "--refuse-deletes",
+    "1",
+)
 EXPECTED_VERDICT = [
     "demo OK: 5 planted faults found, 0 unexpected findings",
     "- F001 stale_put_race: duplicate_active_rows, duplicate_active_rows_ever, stale_write, "
@@ -117,6 +130,11 @@ def test_each_forced_race_is_refused_by_save_if_active_and_the_unguarded_one_ove
         ]
         * 3
     )
+
+
+def test_cleanups_parked_in_each_run_were_finished_by_the_retry_worker(runs: list[DemoRun]) -> None:
+    drained = [run.summary["retry_worker"] for run in runs]
+    assert [(d["finished"] > 0, d["reparked"], d["empty"]) for d in drained] == [(True, 0, True)] * 3
 
 
 def test_every_expiry_reached_its_final_outcome_and_nothing_was_quarantined(runs: list[DemoRun]) -> None:
