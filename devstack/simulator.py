@@ -63,10 +63,10 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -284,11 +284,13 @@ class PlantedFault:
     items: tuple[PlantedItem, ...]
     array_account_id: str  # the account the fault concerns (in use, or named by a malformed record)
     processor_token: str | None = None  # canaries only
+    user_id: str = ""  # the fault's own user (every item's pk is theirs)
 
     def to_json(self, *, include_keys: bool) -> dict[str, Any]:
         out: dict[str, Any] = {"fault_id": self.fault_id, "kind": self.kind.value}
         if include_keys:
             out["items"] = [{"role": i.role, "pk": i.pk, "sk": i.sk} for i in self.items]
+            out["user_id"] = self.user_id
             out["array_account_id"] = self.array_account_id
             if self.processor_token is not None:
                 out["processor_token"] = self.processor_token
@@ -640,10 +642,10 @@ class _Simulation:
                 schedule.setdefault(position, []).append(kind)
         return schedule
 
-    def plant(self, kind: FaultKind) -> None:
+    def plant(self, kind: FaultKind, *, namespace: str = "") -> None:
         rng = self.fault_rng
         fault_id = f"F{len(self.summary.planted_faults) + 1:03d}"
-        user_id = _new_id(rng)
+        user_id = f"{namespace}{_new_id(rng)}"
         account = _new_id(rng)
         token = self.new_token(rng, canary=kind is FaultKind.TOKEN_CANARY)
         name = self.table.table_name
@@ -717,6 +719,7 @@ class _Simulation:
                 items=tuple(items),
                 array_account_id=account,
                 processor_token=planted_token,
+                user_id=user_id,
             )
         )
 
@@ -762,14 +765,51 @@ def run_simulation(
     return _Simulation(config, table, clock, sleep, monotonic).run()
 
 
+class _UnwrittenTable:
+    """Takes a planted fault's writes and sends none (a suppressed fault): reads answer what was put."""
+
+    def __init__(self, table_name: str) -> None:
+        self.table_name = table_name
+        self.writes = 0
+        self._rows: dict[tuple[str, str], writes.LowLevelItem] = {}
+
+    def get_row(self, user_id: str, array_account_id: str) -> writes.LowLevelItem | None:
+        key = entitlement_key(user_id, array_account_id)
+        return self._rows.get((key["pk"], key["sk"]))
+
+    def put(self, item: writes.LowLevelItem) -> None:
+        self._rows[(item["pk"]["S"], item["sk"]["S"])] = item
+
+    def save_if_active(self, image: writes.LowLevelItem) -> None:
+        self.put(image)
+
+    def update(self, request: dict[str, Any]) -> None:
+        return None
+
+    def transact(self, items: list[dict[str, Any]]) -> None:
+        return None
+
+
 def plant_faults(
-    config: SimulationConfig, table: EntitlementTable, clock: Clock, kinds: tuple[FaultKind, ...]
+    config: SimulationConfig,
+    table: EntitlementTable,
+    clock: Clock,
+    kinds: tuple[FaultKind, ...],
+    *,
+    namespace: str = "",
+    unwritten: Collection[FaultKind] = (),
 ) -> list[PlantedFault]:
     """Plant `config.faults_per_kind` of each of `kinds` by direct table writes, each on its own user
     (the anomalies a workload through the service cannot produce: a string or millisecond ttl, a failed
-    reactivation delete, a canary token in a row)."""
+    reactivation delete, a canary token in a row). User ids start with `namespace`.
+
+    A kind in `unwritten` is described exactly as if planted (same ids, same items) but none of its
+    writes is sent: a demo checking its own verdict plants a fault the audits cannot find."""
     simulation = _Simulation(config, table, clock, time.sleep, time.monotonic)
     for kind in kinds:
         for _ in range(config.faults_per_kind):
-            simulation.plant(kind)
+            if kind in unwritten:
+                simulation.table = cast(EntitlementTable, _UnwrittenTable(table.table_name))
+            simulation.plant(kind, namespace=namespace)
+            simulation.table = table
     return list(simulation.summary.planted_faults)

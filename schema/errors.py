@@ -8,6 +8,7 @@ position they concern (shard, sequence number, event id) where there is one; nev
 from __future__ import annotations
 
 __all__ = [
+    "DemoError",
     "EntitlementsError",
     "FlushIncomplete",
     "RecordContext",
@@ -94,3 +95,8 @@ class RecordRejected(TerminalError):
     (raw bytes, handler, reason) and every other record and handler carries on; the shard checkpoints
     past it. The message says which rule, in words only: never a key, an id or a value.
     """
+
+
+class DemoError(TerminalError):
+    """`entitlements demo` could not run or finish: a state folder holding what it did not make, or a
+    step that did not end in time. Names the folder or the step, never a record's value."""

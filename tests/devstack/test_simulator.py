@@ -21,6 +21,7 @@ from devstack.simulator import (
     PlantedFault,
     SimulationConfig,
     SimulationSummary,
+    plant_faults,
     run_simulation,
 )
 from devstack.ttl_emulator import TtlEmulator
@@ -706,3 +707,33 @@ def test_a_write_that_stays_throttled_is_a_retryable_error(dynamodb: Any, table:
         EntitlementTable(throttled, table.table_name, attempts=3, sleep=lambda _: None).put(
             active_row("u1", "a1")
         )
+
+
+def test_a_fault_planted_unwritten_is_described_as_if_written_and_sends_no_write(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    kinds = (FaultKind.STRING_TTL, FaultKind.TOKEN_CANARY)
+    config = SimulationConfig(table_name=table.table_name, seed=5)
+    spy = Spy(dynamodb)
+    written = plant_faults(config, EntitlementTable(dynamodb, table.table_name), FixedClock(NOW), kinds)
+    unwritten = plant_faults(
+        config,
+        EntitlementTable(spy, table.table_name),
+        FixedClock(NOW),
+        kinds,
+        unwritten=(FaultKind.STRING_TTL,),
+    )
+    assert unwritten == written
+    assert [name for name, _ in spy.calls] == ["put_item", "get_item", "put_item"]  # the canary's only
+
+
+def test_planted_faults_users_carry_the_namespace(dynamodb: Any, table: TableDescription) -> None:
+    config = SimulationConfig(table_name=table.table_name, seed=5)
+    faults = plant_faults(
+        config,
+        EntitlementTable(dynamodb, table.table_name),
+        FixedClock(NOW),
+        (FaultKind.STRING_TTL,),
+        namespace="r2-",
+    )
+    assert [(f.user_id[:3], f.items[0].pk) for f in faults] == [("r2-", f"USER#{faults[0].user_id}")]
