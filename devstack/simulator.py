@@ -405,6 +405,7 @@ class _Simulation:
         self.clock = clock
         self.sleep = sleep
         self.monotonic = monotonic
+        self.progress: Callable[[int, int], None] | None = None  # (done, total) operations: a CLI's bar
         # Seeded for reproducible workloads (not for secrets); faults draw from their own stream so that
         # planting them leaves the mix's choices unchanged.
         self.rng = random.Random(config.seed)  # noqa: S311
@@ -729,6 +730,8 @@ class _Simulation:
         schedule = self.fault_schedule()
         started = self.monotonic()
         for index in range(self.config.operations):
+            if self.progress is not None:
+                self.progress(index, self.config.operations)
             self.pace(index, started)
             for kind in schedule.get(index, []):
                 self.plant(kind)
@@ -760,9 +763,16 @@ def run_simulation(
     *,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SimulationSummary:
-    """Run the workload against `table` and return its summary."""
-    return _Simulation(config, table, clock, sleep, monotonic).run()
+    """Run the workload against `table` and return its summary; `progress(done, total)` is called before
+    each operation and at the end."""
+    simulation = _Simulation(config, table, clock, sleep, monotonic)
+    simulation.progress = progress
+    summary = simulation.run()
+    if progress is not None:
+        progress(config.operations, config.operations)
+    return summary
 
 
 class _UnwrittenTable:

@@ -24,6 +24,7 @@ import typer
 
 from config import Settings, load_settings
 from entitlements._logging import configure_logging
+from entitlements._progress import progress
 
 if TYPE_CHECKING:  # the simulator and the service are imported when the command runs: --help stays fast
     from devstack.service_workload import WorkloadSummary
@@ -139,7 +140,8 @@ def simulate(
     table = EntitlementTable(aws_client(settings.aws, "dynamodb"), config.table_name)
     summary: Any
     if clients == 0:
-        summary = run_simulation(config, table, clock_from_settings(settings.clock))
+        with progress("simulating: operations written to the table", total=config.operations) as bar:
+            summary = run_simulation(config, table, clock_from_settings(settings.clock), progress=bar.at)
     else:
         summary = _through_the_service(
             settings, config, table, clients=clients, service_url=service_url, unguarded=unguarded_links

@@ -737,3 +737,17 @@ def test_planted_faults_users_carry_the_namespace(dynamodb: Any, table: TableDes
         namespace="r2-",
     )
     assert [(f.user_id[:3], f.items[0].pk) for f in faults] == [("r2-", f"USER#{faults[0].user_id}")]
+
+
+def test_progress_is_reported_before_each_operation_and_at_the_end(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    seen: list[tuple[int, int]] = []
+    settings = SimulationConfig(table_name=table.table_name, users=2, operations=3, mix=only(signup=1))
+    run_simulation(
+        settings,
+        EntitlementTable(dynamodb, table.table_name),
+        FixedClock(NOW),
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
