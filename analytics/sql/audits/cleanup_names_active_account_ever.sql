@@ -3,7 +3,7 @@
 -- title: Cleanup records that ever named an Array account in use
 -- invariant: "a record can never name the account in use": a cleanup record schedules the delete of an account no Active row uses.
 -- remediation: If `cleanup_names_active_account` finds nothing now, the overlap ended; check `guard_refusals` and `removed_without_cleanup` for what cleanup did while it lasted.
--- docs: docs/operations/cleanup.md#the-in-use-guard-the-seeds-order-and-ours
+-- docs: docs/operations/cleanup.md#the-in-use-guard-the-designs-order-and-ours
 -- time: first_overlap_from
 -- Every cleanup record that existed while an entitlement row naming the same Array account was Active
 -- (stream time), even if fixed later. Overlaps no longer than audit_overlap_tolerance_seconds are the
