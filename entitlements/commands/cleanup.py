@@ -116,9 +116,12 @@ def repair(
             progress=bar.at,
         )
     failed = {(c.pk, c.sk): code for c, code in report.failed}
+    removed_meanwhile = {(c.pk, c.sk) for c in report.already_removed}
     for candidate in report.candidates:
         if dry_run:
             verdict = "would mark Removed"
+        elif (candidate.pk, candidate.sk) in removed_meanwhile:
+            verdict = "already Removed (marked meanwhile)"
         elif (candidate.pk, candidate.sk) in failed:
             verdict = f"NOT marked ({failed[(candidate.pk, candidate.sk)]})"
         else:
@@ -129,7 +132,8 @@ def repair(
     action = "to mark" if dry_run else "marked"
     typer.echo(
         f"{report.accounts} deleted account(s) in the lake, {len(report.candidates)} row(s) not Removed, "
-        f"{len(report.candidates) if dry_run else report.marked} {action}, {len(report.failed)} failed, "
+        f"{len(report.candidates) if dry_run else report.marked} {action}, "
+        f"{len(report.already_removed)} already Removed, {len(report.failed)} failed, "
         f"{len(report.unreadable)} unreadable"
     )
     raise typer.Exit(1 if report.failed or report.unreadable else 0)

@@ -36,6 +36,8 @@ class RepairReport:
     accounts: int = 0
     candidates: list[RepairCandidate] = field(default_factory=list)
     marked: int = 0
+    # Rows found Removed by someone else between the read and the write (the mark's read-back).
+    already_removed: list[RepairCandidate] = field(default_factory=list)
     # (candidate, error code) for rows not marked: a failed condition means the row changed meanwhile.
     failed: list[tuple[RepairCandidate, str]] = field(default_factory=list)
     # Accounts whose rows could not be read (GSI1 error code).
@@ -72,7 +74,9 @@ def repair_removed_rows(
             if dry_run:
                 continue
             result = mark_row_removed(dynamodb, table_name, row, account, updated_at)
-            if result.marked:
+            if result.code == "already_removed":
+                report.already_removed.append(candidate)
+            elif result.marked:
                 report.marked += 1
             else:
                 report.failed.append((candidate, result.code))

@@ -45,20 +45,22 @@ def test_a_dry_run_lists_without_writing(
 
 
 class _Racing:
-    """The row is marked Removed by someone else between repair's read and its write."""
+    """Someone else writes the row (`changes`) between repair's read and its write."""
 
-    def __init__(self, inner: Any, table: str) -> None:
-        self.inner, self.table = inner, table
+    def __init__(self, inner: Any, table: str, changes: dict[str, str]) -> None:
+        self.inner, self.table, self.changes = inner, table, changes
 
     def query(self, **kwargs: Any) -> Any:
         page = self.inner.query(**kwargs)
         for item in page.get("Items", []):
+            names = {f"#a{i}": name for i, name in enumerate(self.changes)}
+            values = {f":v{i}": {"S": value} for i, value in enumerate(self.changes.values())}
             self.inner.update_item(
                 TableName=self.table,
                 Key={"pk": item["pk"], "sk": item["sk"]},
-                UpdateExpression="SET #s = :r",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":r": {"S": "Removed"}},
+                UpdateExpression="SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(names))),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
             )
         return page
 
@@ -70,14 +72,26 @@ class _Racing:
 
 
 def test_the_write_is_conditional_a_row_changed_meanwhile_is_reported_not_overwritten(
+    dynamodb: Any,
+    table: str,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+) -> None:
+    put_row("u1", "acct-1", "Cancelled")
+    racing = _Racing(dynamodb, table, {"arrayAccountId": "acct-2"})
+    report = repair_removed_rows(racing, table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False)
+    assert report.marked == 0
+    assert [code for _candidate, code in report.failed] == ["ConditionalCheckFailedException"]
+    assert (get_row("u1", "acct-1") or {})["status"] == "Cancelled"
+
+
+def test_a_row_marked_removed_meanwhile_counts_as_already_removed_not_as_marked_or_failed(
     dynamodb: Any, table: str, put_row: Callable[[str, str, str], None]
 ) -> None:
     put_row("u1", "acct-1", "Cancelled")
-    report = repair_removed_rows(
-        _Racing(dynamodb, table), table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False
-    )
-    assert report.marked == 0
-    assert [code for _candidate, code in report.failed] == ["ConditionalCheckFailedException"]
+    racing = _Racing(dynamodb, table, {"status": "Removed"})
+    report = repair_removed_rows(racing, table, Deleted(("u1", "acct-1")), clock=FixedClock(), dry_run=False)
+    assert (report.marked, len(report.already_removed), report.failed) == (0, 1, [])
 
 
 class _Unreadable:
