@@ -169,7 +169,7 @@ def consumer_status(
 ) -> None:
     """Whether the consumer runs; per shard: records, events by kind, quarantined, dead-lettered, parked
     batches, checkpoints and lag (iterator age), each with its age; the stores; the cleanup retry queue.
-    Exits 1 while no shard has reported."""
+    Exits 1 while no shard has reported, or while a shard's stats file cannot be read."""
     from entitlements.commands._consumer_status import status_lines, status_report  # noqa: PLC0415
 
     settings = load_settings()
@@ -179,5 +179,5 @@ def consumer_status(
     else:
         for line in status_lines(report):
             typer.echo(line)
-    if not report["shards"]:
+    if not report["shards"] or any("error" in shard for shard in report["shards"]):
         raise typer.Exit(1)
