@@ -285,7 +285,9 @@ class CleanupProcedure:
         failures = [
             result.code
             for result in (
-                mark_row_removed(self._dynamodb, self._table_name, row, work.array_account_id, updated_at)
+                mark_row_removed(
+                    self._dynamodb, self._table_name, row, work.array_account_id, updated_at, read_back=True
+                )
                 for row in to_mark
             )
             if not result.marked

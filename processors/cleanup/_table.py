@@ -91,12 +91,19 @@ def find_rows_for_account(dynamodb: DynamoDBClient, table_name: str, array_accou
 
 
 def mark_row_removed(
-    dynamodb: DynamoDBClient, table_name: str, row: RowRef, array_account_id: str, updated_at: str
+    dynamodb: DynamoDBClient,
+    table_name: str,
+    row: RowRef,
+    array_account_id: str,
+    updated_at: str,
+    *,
+    read_back: bool = False,
 ) -> MarkResult:
     """Set the row Removed if it still names the account and is not already Removed. Never creates it.
 
-    A refused condition is read back: a row already Removed that names the account is marked (an earlier
-    request did it: botocore's retry of a request whose answer timed out, or another attempt)."""
+    With `read_back` (the cleanup's mark after its delete), a refused condition is read back: a row
+    already Removed that names the account is marked (an earlier request did it: botocore's retry of a
+    request whose answer timed out, or another attempt of the same expiry)."""
     try:
         dynamodb.update_item(
             TableName=table_name,
@@ -117,9 +124,8 @@ def mark_row_removed(
         )
     except (ClientError, BotoCoreError) as failed:
         code = aws_error_code(failed)
-        if code == "ConditionalCheckFailedException" and _removed(
-            dynamodb, table_name, row, array_account_id
-        ):
+        refused = code == "ConditionalCheckFailedException"
+        if refused and read_back and _removed(dynamodb, table_name, row, array_account_id):
             return MarkResult(marked=True, code="already_removed")
         return MarkResult(marked=False, code=code)
     return MarkResult(marked=True, code="marked")

@@ -88,12 +88,12 @@ def test_a_failed_condition_is_reported_by_its_code_not_raised() -> None:
 def test_a_refused_mark_of_a_row_already_removed_naming_the_account_counts_as_marked() -> None:
     table = Table([], rows={"E#1": row("E#1", "a1", "Removed")})
     table.fail = CHECK_FAILED  # the retry of a request whose first attempt marked it
-    result = mark_row_removed(table, "t", RowRef("USER#u1", "E#1", "Superseded"), "a1", "now")
+    result = mark_row_removed(table, "t", RowRef("USER#u1", "E#1", "Superseded"), "a1", "now", read_back=True)
     assert (result.marked, result.code) == (True, "already_removed")
 
 
 def test_a_refused_mark_of_a_row_now_naming_another_account_stays_refused() -> None:
     table = Table([], rows={"E#1": row("E#1", "a2", "Removed")})
     table.fail = CHECK_FAILED
-    result = mark_row_removed(table, "t", RowRef("USER#u1", "E#1", "Superseded"), "a1", "now")
+    result = mark_row_removed(table, "t", RowRef("USER#u1", "E#1", "Superseded"), "a1", "now", read_back=True)
     assert (result.marked, result.code) == (False, "ConditionalCheckFailedException")
