@@ -5,38 +5,9 @@ read of the attributes answer stays as moto answers it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto.sqs.models import Queue
-
-_COUNTS = (
-    "approximate_number_of_messages",
-    "approximate_number_of_messages_delayed",
-    "approximate_number_of_messages_not_visible",
-)
-
-
-@pytest.fixture
-def sqs(moto_endpoint: str) -> Any:
-    return boto3.client("sqs", endpoint_url=moto_endpoint, region_name="eu-west-1")
-
-
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every read of a queue's message counts, by name, while the test runs."""
-    reads: list[str] = []
-    for name in _COUNTS:
-        original = Queue.__dict__[name]
-
-        def read(queue: Queue, _name: str = name, _original: Any = original) -> int:
-            reads.append(_name)
-            return int(_original.fget(queue))
-
-        monkeypatch.setattr(Queue, name, property(read))
-    yield reads
 
 
 def test_a_send_message_batch_into_a_deep_queue_reads_none_of_its_message_counts(
