@@ -36,7 +36,7 @@ from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import EntitlementStatus
 from service import dynamo
 from service.clients import ArrayAccounts
-from service.dynamo import EntitlementTable, TransactionRefusedError, attribute
+from service.dynamo import EntitlementTable, TransactionRefusedError, UserItems, attribute
 from service.errors import ServiceUnavailableError, UnknownUserError, WrongStateError
 from service.outcomes import OutcomeRecorder
 
@@ -140,12 +140,7 @@ class EntitlementService:
         schedule. A record that changed between the read and the write is read again."""
         for _ in range(_CANCEL_READS):
             items = self._table.user_items(user_id)
-            if not items.rows:
-                raise UnknownUserError("the user has no entitlement row")
-            row = items.latest(EntitlementStatus.ACTIVE)
-            account = None if row is None else attribute(row, "arrayAccountId")
-            if account is None:
-                raise WrongStateError("the user holds no Active row to cancel", code="not_active")
+            account = _active_account(items, "to cancel")
             held = None if items.cancellation is None else attribute(items.cancellation, "arrayAccountId")
             displacing = held if held and held != account else None
             now = self._clock.now()
@@ -209,12 +204,7 @@ class EntitlementService:
 
     def second_signup(self, user_id: str) -> SignupResult:
         items = self._table.user_items(user_id)
-        if not items.rows:
-            raise UnknownUserError("the user has no entitlement row")
-        old = items.latest(EntitlementStatus.ACTIVE)
-        old_account = None if old is None else attribute(old, "arrayAccountId")
-        if old_account is None:
-            raise WrongStateError("the user holds no Active row to supersede", code="not_active")
+        old_account = _active_account(items, "to supersede")
         new_account = self._array.create_user(user_id)
         if new_account == old_account:  # the same account arriving again: nothing to write
             self._count("second_signup_same_account")
@@ -271,3 +261,14 @@ class EntitlementService:
         self._count("second_signup_retire_refused")
         logger.info("second signup kept the new row alone: the retire was refused")
         return SignupResult(new_account, written=True, retired=False)
+
+
+def _active_account(items: UserItems, purpose: str) -> str:
+    """The Array account of the user's Active row; a user with no row, or no Active row, is refused."""
+    if not items.rows:
+        raise UnknownUserError("the user has no entitlement row")
+    row = items.latest(EntitlementStatus.ACTIVE)
+    account = None if row is None else attribute(row, "arrayAccountId")
+    if account is None:
+        raise WrongStateError(f"the user holds no Active row {purpose}", code="not_active")
+    return account
