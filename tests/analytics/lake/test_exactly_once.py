@@ -11,7 +11,7 @@ from unittest import mock
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from analytics.lake import LakeHandler, compact, open_lake, read_snapshot, snapshot, state_as_of
+from analytics.lake import LakeHandler, LakeMissing, compact, open_lake, read_snapshot, snapshot, state_as_of
 from analytics.lake import compaction as compaction_module
 from analytics.views import connect
 from config import LakeSettings
@@ -74,6 +74,7 @@ def _run(plan: Plan, events: list[StreamEvent], root: str) -> object:
     position = 0
     zombie: LakeHandler | None = None
     crashes = list(plan.crashes)
+    flushed = False
     while position < len(events) or checkpoint < len(events):
         handler = LakeHandler(lake, LakeSettings(flush_rows=plan.flush_rows[run % len(plan.flush_rows)]))
         run += 1
@@ -91,9 +92,13 @@ def _run(plan: Plan, events: list[StreamEvent], root: str) -> object:
             if position in plan.compact_at:
                 _compact(lake, plan.crash_compaction)
             if position in plan.snapshot_at:
-                snapshot(lake)
+                try:
+                    snapshot(lake)
+                except LakeMissing:
+                    assert not flushed  # a snapshot refuses a lake only before anything landed
             if position % plan.commit_every == 0 or position == len(events):
                 handler.flush()
+                flushed = True
                 checkpoint = position
         if not crashed:
             break
