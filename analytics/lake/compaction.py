@@ -163,13 +163,18 @@ def compact(
     datasets: Iterable[str] = (CHANGES, OUTCOMES),
     small_file_bytes: int = 32 * 1024 * 1024,
     allow_list: AllowList | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CompactionResult:
     """Merge each partition's files smaller than `small_file_bytes` into files of about that size (a
     partition holding one small file is left alone), then vacuum what is past retention. A commit lost
-    to a concurrent purge is counted in `conflicts` and left for the next run."""
+    to a concurrent purge is counted in `conflicts` and left for the next run. `progress(done, total)`
+    is called before each table and at the end (a command's bar)."""
     ensure_layout(lake, allow_list or default_allow_list())
     result = CompactionResult()
-    for dataset in datasets:
+    datasets = tuple(datasets)
+    for done, dataset in enumerate(datasets):
+        if progress is not None:
+            progress(done, len(datasets))
         table = open_table(lake, dataset)
         if table is None:
             continue
@@ -205,6 +210,8 @@ def compact(
         )
         restrict_commit(lake, dataset, int(table.version()))
         result.files_vacuumed[dataset] += len(table.vacuum(dry_run=False))
+    if progress is not None:
+        progress(len(datasets), len(datasets))
     logger.info("compaction done", extra={"files_merged": sum(result.files_merged.values())})
     return result
 

@@ -45,6 +45,7 @@ from analytics.lake import (
 from analytics.views import connect, run_read_only
 from config import load_settings
 from entitlements._logging import configure_logging
+from entitlements._progress import progress
 from schema.errors import TerminalError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
@@ -114,9 +115,10 @@ def snapshot_command(
     if as_of is not None:
         instant = _instant(as_of)
         _outside_lake(lake.base, lake.is_local, output)
-        state = state_as_of(lake, instant)
-        if store:
-            snapshot_as_of(lake, instant)
+        with progress("reading the state as of the instant"):
+            state = state_as_of(lake, instant)
+            if store:
+                snapshot_as_of(lake, instant)
         if output is not None:
             pq.write_table(state, output, compression="zstd")
         typer.echo(f"state as of {instant.isoformat()} (stream time)")
@@ -127,7 +129,8 @@ def snapshot_command(
             f"written: {' and '.join(written) if written else 'nothing (--output PATH writes the state)'}"
         )
         return
-    result = snapshot(lake, full=full)
+    with progress("rebuilding the snapshot" if full else "folding new changes into the snapshot"):
+        result = snapshot(lake, full=full)
     info = snapshot_info(lake)
     kind = "full rebuild" if result.full else "incremental"
     typer.echo(f"snapshot {result.version} ({kind}{', consolidated' if result.consolidated else ''})")
@@ -267,4 +270,6 @@ def compact_command(
             on_round=report,
         )
         return
-    report(compact(lake, small_file_bytes=small_file_mb * 1024 * 1024))
+    with progress("compacting tables") as bar:
+        result = compact(lake, small_file_bytes=small_file_mb * 1024 * 1024, progress=bar.at)
+    report(result)

@@ -134,3 +134,10 @@ def test_delta_refuses_the_commit_of_a_compaction_that_read_files_a_delete_remov
         compactor.optimize.compact(target_size=10**9)
     con = connect(lake)
     assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id = 'u001'").fetchall() == [(0,)]
+
+
+def test_compaction_reports_its_progress_one_table_at_a_time(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    calls: list[tuple[int, int]] = []
+    compact(lake, small_file_bytes=1 << 30, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(0, 2), (1, 2), (2, 2)]
