@@ -70,6 +70,14 @@ def test_the_views_carry_every_allow_listed_image_column(landed: Lake) -> None:
     assert {f.name for f in image_columns(default_allow_list())} <= columns
 
 
+def test_a_view_reads_into_a_pandas_dataframe_with_the_same_rows_as_arrow(landed: Lake) -> None:
+    con = connect(landed)
+    query = "SELECT pk, sk FROM entitlements ORDER BY pk, sk"
+    frame = con.sql(query).df()
+    assert list(frame.itertuples(index=False, name=None)) == con.sql(query).fetchall()
+    assert len(frame) > 0
+
+
 def duckdb_cli() -> str:
     """The DuckDB CLI the dev dependencies install beside this interpreter (PyPI duckdb-cli)."""
     beside = Path(sys.executable).parent / "duckdb"
