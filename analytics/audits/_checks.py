@@ -9,6 +9,9 @@
     -- docs: docs/table.md#statuses, ...    the project's pages the rule and the fix are explained on
     -- group_by: user_id                     optional: the check counts duplicates (groups, surplus, rows)
     -- time: changed_at                      optional: the column that dates a finding (charts)
+    -- clock: stream                         with `time`: the clock that column is on (Clock: stream
+                                             time, the processor's clock, business time); the HTML
+                                             draws one chart per clock, never two clocks on one axis
     -- Any other comment lines are the description.
 
 Files whose names start with `_` are not checks (`_parameters.sql` sets the inputs for the DuckDB CLI).
@@ -22,6 +25,7 @@ __all__ = [
     "CHECK_ORDER",
     "Check",
     "CheckDefinitionError",
+    "Clock",
     "Scope",
     "load_checks",
 ]
@@ -65,7 +69,9 @@ CHECK_ORDER: tuple[str, ...] = (
     "unknown_item_kind_ever",
 )
 
-_HEADER = re.compile(r"\A--\s?(audit|scope|title|invariant|remediation|docs|group_by|time):\s*(.*?)\s*\Z")
+_HEADER = re.compile(
+    r"\A--\s?(audit|scope|title|invariant|remediation|docs|group_by|time|clock):\s*(.*?)\s*\Z"
+)
 # Every check's own section in the operators' page: its remediation, with links to the pages it names.
 CHECK_DOCS = "docs/operations/audits.md"
 _NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
@@ -80,6 +86,23 @@ class Scope(StrEnum):
     EVER = "ever"  # the whole history up to then
 
 
+class Clock(StrEnum):
+    """The clock a check's time column is on (schema/lake.md, "Time axes")."""
+
+    STREAM = "stream"  # the stream's ApproximateCreationDateTime: changed_at, valid_from, created_at
+    PROCESSOR = "processor"  # the processor's clock: outcomes.occurred_at (simulated in demos)
+    BUSINESS = "business"  # the items' own createdAt/updatedAt/ttl, as the service wrote them
+
+    @property
+    def label(self) -> str:
+        """How a chart names the clock, in its title and on its axis."""
+        return {
+            Clock.STREAM: "stream time (ApproximateCreationDateTime)",
+            Clock.PROCESSOR: "processor clock (outcomes' occurred_at)",
+            Clock.BUSINESS: "business time (the items' createdAt/updatedAt)",
+        }[self]
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -91,6 +114,7 @@ class Check:
     description: str
     group_by: tuple[str, ...]
     time_column: str | None
+    clock: Clock | None  # the time column's clock; set exactly when time_column is
     sql: str
     path: Path
 
@@ -112,6 +136,8 @@ def _parse(path: Path) -> Check:
         scope = Scope(fields["scope"])
     except ValueError:
         raise CheckDefinitionError(f"{path.name}: scope is 'now' or 'ever'") from None
+    time_column = fields.get("time") or None
+    clock = _clock(path, time_column, fields.get("clock") or None)
     group_by = tuple(c.strip() for c in fields.get("group_by", "").split(",") if c.strip())
     pages = tuple(page.strip() for page in fields.get("docs", "").split(",") if page.strip())
     own = f"{CHECK_DOCS}#{path.stem}"
@@ -124,10 +150,26 @@ def _parse(path: Path) -> Check:
         docs=(own, *(page for page in pages if page != own)),
         description=header.description,
         group_by=group_by,
-        time_column=fields.get("time") or None,
+        time_column=time_column,
+        clock=clock,
         sql=header.text,
         path=path,
     )
+
+
+def _clock(path: Path, time_column: str | None, clock: str | None) -> Clock | None:
+    """A time column's clock, declared beside it: a chart never mixes two."""
+    if time_column is None:
+        if clock is not None:
+            raise CheckDefinitionError(f"{path.name}: a clock is declared only with a time column")
+        return None
+    choices = "|".join(c.value for c in Clock)
+    if clock is None:
+        raise CheckDefinitionError(f"{path.name}: a time column declares its clock: '-- clock: {choices}'")
+    try:
+        return Clock(clock)
+    except ValueError:
+        raise CheckDefinitionError(f"{path.name}: clock is one of {choices}") from None
 
 
 @cache

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
-from analytics.audits._checks import Scope
+from analytics.audits._checks import Clock, Scope
 from analytics.audits._config import AuditParameters
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -33,7 +33,7 @@ class CheckResult(BaseModel):
     `count` is what the thresholds compare with: `groups` for a check that counts duplicates, else
     `rows_involved`. For duplicates, `surplus_rows` = `rows_involved` - `groups` (the rows beyond one per
     group). `rows` holds the first `max_rows` offending rows, lake columns only; `timeline` counts all of
-    them per UTC day of the check's time column.
+    them per UTC day of the check's time column, which is on `clock` (stream time, the processor's clock).
     """
 
     model_config = _FROZEN
@@ -57,6 +57,7 @@ class CheckResult(BaseModel):
     rows: list[dict[str, Any]] = []
     rows_truncated: bool = False
     time_column: str | None = None
+    clock: Clock | None = None
     timeline: dict[str, int] = {}
     seconds: float = 0.0
 

@@ -134,6 +134,7 @@ def _run_check(
         rows=_rows(shown),
         rows_truncated=rows_involved > shown.num_rows,
         time_column=check.time_column,
+        clock=check.clock,
         timeline=timeline,
         seconds=round(time.perf_counter() - started, 4),
     )

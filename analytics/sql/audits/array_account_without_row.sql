@@ -5,6 +5,7 @@
 -- remediation: Look up each user's signup or second signup at created_at: the service answered 503 when its write kept failing. If the user should hold the account, repeat the request (the service then writes the row); if not, delete the account at Array.
 -- docs: docs/table.md#the-services-write-paths
 -- time: created_at
+-- clock: processor
 -- Every account the service recorded as created at Array (outcome array.account_created, recorded just
 -- before the write naming it), recorded audit_outcome_grace_seconds or more before the audit's instant
 -- (audit_as_of, else the latest stream time in the log), that no version of any entitlement row has

@@ -5,6 +5,7 @@
 -- remediation: At expiry cleanup would delete an account in use; its in-use guard refuses and records `cleanup.refused_by_guard`. Decide which is right: if the user uses the account, delete the cleanup record (pk, sk); if the row should not be Active (a `stale_write`), set it back to its earlier status and let the record expire.
 -- docs: docs/operations/cleanup.md#the-in-use-guard-the-designs-order-and-ours, docs/table.md#the-services-write-paths
 -- time: changed_at
+-- clock: stream
 -- Every pending cleanup record whose Array account is the account of an Active entitlement row now.
 SELECT
     c.user_id,

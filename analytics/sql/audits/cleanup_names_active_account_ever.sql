@@ -5,6 +5,7 @@
 -- remediation: If `cleanup_names_active_account` finds nothing now, the overlap ended; check `guard_refusals` and `removed_without_cleanup` for what cleanup did while it lasted.
 -- docs: docs/operations/cleanup.md#the-in-use-guard-the-designs-order-and-ours
 -- time: first_overlap_from
+-- clock: stream
 -- Every cleanup record that existed while an entitlement row naming the same Array account was Active
 -- (stream time), even if fixed later. Overlaps no longer than audit_overlap_tolerance_seconds are the
 -- records of one transaction (a cancellation, a reactivation) and are not counted.

@@ -5,6 +5,7 @@
 -- remediation: Rewrite the record's ttl as a Number of epoch seconds at expected_ttl (reason says what is wrong: missing, a string, not an integer, milliseconds, off policy). Until then DynamoDB never removes it (or removes it at the wrong time) and the account is not deleted as the policy means.
 -- docs: docs/table.md#attributes, docs/operations/cleanup.md#the-two-policy-settings
 -- time: changed_at
+-- clock: stream
 -- Every pending cleanup record whose ttl is missing, a string, not an integral Number, in milliseconds,
 -- or further than audit_ttl_tolerance_seconds from its creation + the policy's days (63 for a
 -- cancellation record, 1 for a stale record). Creation is the record's createdAt (business time, as the

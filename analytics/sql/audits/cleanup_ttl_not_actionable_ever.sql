@@ -5,6 +5,7 @@
 -- remediation: Check `cleanup_ttl_not_actionable` for records still wrong, and fix the writer (event_id) that wrote this ttl.
 -- docs: docs/table.md#attributes, docs/operations/cleanup.md#the-two-policy-settings
 -- time: first_written_at
+-- clock: stream
 -- As cleanup_ttl_not_actionable, over every ttl any cleanup record was ever written with: one row per
 -- record and ttl value, with the stream time it was first written.
 WITH written AS (

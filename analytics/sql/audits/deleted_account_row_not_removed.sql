@@ -5,6 +5,7 @@
 -- remediation: Run `entitlements cleanup repair --dry-run` to list the rows, then `entitlements cleanup repair` to mark them Removed (each on the same condition as cleanup's own mark).
 -- docs: docs/operations/cleanup.md#repair, docs/operations/cleanup.md#marking-the-row-removed
 -- time: deleted_at
+-- clock: processor
 -- Every entitlement row, now, naming an Array account that cleanup deleted (audit_deleted_outcomes:
 -- deleted, or already gone at Array) whose status is not Removed.
 WITH deleted AS (

@@ -6,6 +6,7 @@
 -- docs: docs/table.md#the-services-write-paths, docs/table.md#statuses
 -- group_by: user_id
 -- time: changed_at
+-- clock: stream
 -- Every Active entitlement row of a user who has more than one now. Groups are users, surplus rows are
 -- the Active rows beyond one per user, rows involved are all of them. (Written as two passes over the
 -- Active rows, the users found first: DuckDB then reads the full rows of those users only.)

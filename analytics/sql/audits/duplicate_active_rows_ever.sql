@@ -6,6 +6,7 @@
 -- docs: docs/table.md#the-services-write-paths
 -- group_by: user_id
 -- time: first_overlap_from
+-- clock: stream
 -- Every entitlement row that was Active while another row of the same user was Active too (stream time,
 -- [valid_from, valid_to) of each version), even if it was fixed later. Overlaps no longer than
 -- audit_overlap_tolerance_seconds are the records of one transaction and are not counted. One row per

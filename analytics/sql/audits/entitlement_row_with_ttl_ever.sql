@@ -5,6 +5,7 @@
 -- remediation: Check `entitlement_row_with_ttl` for rows still carrying it and `ttl_removal_of_non_cleanup` for rows DynamoDB already deleted; fix the writer that set it.
 -- docs: docs/table.md#where-the-ttl-lives
 -- time: first_carried_at
+-- clock: stream
 -- One row per entitlement row that carried a ttl in any version, with the first such version.
 SELECT
     user_id,

@@ -5,6 +5,7 @@
 -- remediation: Finish the work still pending: `entitlements cleanup retry-worker --drain` (parked cleanups), `entitlements replay-parked` (parked windows) and, after a fix, `entitlements dead-letter redrive` (expiries naming no account). Then audit again; an expiry still listed needs its account deleted by hand.
 -- docs: docs/operations/cleanup.md#parking-the-retry-queue-and-its-worker, docs/operations/consumer.md#commands, docs/operations/cleanup.md#outcomes
 -- time: expired_at
+-- clock: stream
 -- Every TTL removal of a cleanup record, older than audit_outcome_grace_seconds before the audit's
 -- instant (audit_as_of, else the latest stream time in the log), with no final outcome
 -- (audit_final_outcomes) answering it (outcomes.source_event_id = the removal's event_id).

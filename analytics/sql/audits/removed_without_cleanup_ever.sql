@@ -5,6 +5,7 @@
 -- remediation: Check `removed_without_cleanup` for rows still Removed this way, and fix the writer (event_id) that set the status.
 -- docs: docs/operations/cleanup.md#marking-the-row-removed, docs/table.md#statuses
 -- time: removed_at
+-- clock: stream
 -- Every change that turned an entitlement row Removed when its Array account has neither a cleanup
 -- record removed by TTL nor a cleanup outcome saying the account was deleted, even if the row changed
 -- again later.

@@ -5,6 +5,7 @@
 -- remediation: The account it named will never be cleaned up. Unless an erasure removed it (audit with `--erasure-ledger`), write the record again with a ttl of now + STALE_ENTITLEMENT_TTL_DAYS, or delete the account at Array by hand once no Active row uses it.
 -- docs: docs/table.md#keys, docs/operations/cleanup.md#what-triggers-a-delete
 -- time: removed_at
+-- clock: stream
 -- Every delete of a stale cleanup record (CLEANUP#STALE#<account>) not made by DynamoDB's TTL, outside
 -- the erasure exception.
 SELECT

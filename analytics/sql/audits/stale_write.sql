@@ -5,6 +5,7 @@
 -- remediation: Put the row back to its previous_status unless the user really uses its account again, and check `cleanup_names_active_account` and `guard_refusals` for the record naming it. Fix the writer (event_type, event_id): every put of an existing row must carry the Active condition (SaveIfActive).
 -- docs: docs/table.md#the-services-write-paths
 -- time: made_active_at
+-- clock: stream
 -- Every version that turned an entitlement row Active when its previous version was Superseded or Removed.
 -- (Cancelled -> Active is a reactivation and is allowed.)
 WITH versions AS (

@@ -5,6 +5,7 @@
 -- remediation: The item is gone from the table. For an entitlement row, write it back from its last image (`item_versions` in the lake, before removed_at) without the ttl; then clear the ttl of any other row carrying one (`entitlement_row_with_ttl`).
 -- docs: docs/table.md#where-the-ttl-lives, docs/system-context/entitlements-service.md#rows-are-never-deleted-with-one-exception
 -- time: removed_at
+-- clock: stream
 -- Every REMOVE made by DynamoDB's TTL (userIdentity Service/dynamodb.amazonaws.com) of an item that is
 -- not a cancellation or stale cleanup record.
 SELECT

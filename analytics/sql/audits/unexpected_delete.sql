@@ -5,6 +5,7 @@
 -- remediation: If these were erasures, audit with `--erasure-ledger` (or `--erased-users FILE`) so they are excepted. Otherwise write the item back from its last image in the lake (`item_versions`) and find what deleted it (the change's event_id; the service never does).
 -- docs: docs/system-context/entitlements-service.md#rows-are-never-deleted-with-one-exception, docs/operations/erasure.md#how-the-audits-recognise-an-erasure-delete-the-ledger
 -- time: removed_at
+-- clock: stream
 -- Every delete that was not made by TTL, of anything but a cancellation record, outside the erasure
 -- exception (audit_erasure_exceptions: the users an erasure removed, empty by default). With
 -- ttl_removal_of_non_cleanup and stale_record_removed_not_by_ttl it covers every delete other than the

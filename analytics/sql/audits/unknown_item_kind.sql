@@ -5,6 +5,7 @@
 -- remediation: Find the writer (event_id). Delete the item if it is stray; if it is a new kind, add it to the table contract (schema/table.py and docs/table.md) first.
 -- docs: docs/table.md#keys
 -- time: changed_at
+-- clock: stream
 -- Every live item now whose sort key is none of the known kinds (audit_known_item_kinds).
 SELECT user_id, item_kind, pk, sk, changed_at, event_type, event_id
 FROM current_items

@@ -5,6 +5,7 @@
 -- remediation: Check `unknown_item_kind` for items still there, and fix the writer (event_id).
 -- docs: docs/table.md#keys
 -- time: first_seen_at
+-- clock: stream
 -- One row per item (pk, sk) of an unknown kind that any change in the log touched.
 SELECT
     user_id,

@@ -5,6 +5,7 @@
 -- remediation: Find the writer (event_id) and set the status the row's history implies (`entitlement_history` in the lake). Readers carry an unknown status as text; cleanup and the service treat the row as not Active.
 -- docs: docs/table.md#statuses
 -- time: changed_at
+-- clock: stream
 -- Every entitlement row whose status now is missing or not one of audit_known_statuses.
 SELECT user_id, array_account_id, status, pk, sk, changed_at, event_id
 FROM entitlements

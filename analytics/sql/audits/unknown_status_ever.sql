@@ -5,6 +5,7 @@
 -- remediation: Check `unknown_status` for rows still holding it, and fix the writer (event_id).
 -- docs: docs/table.md#statuses
 -- time: first_seen_at
+-- clock: stream
 -- One row per entitlement row and unknown status (missing, or not one of audit_known_statuses) any of
 -- its versions held.
 SELECT

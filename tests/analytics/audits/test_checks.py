@@ -9,7 +9,14 @@ import duckdb
 import pytest
 
 from analytics.audits import load_checks, load_config
-from analytics.audits._checks import AUDIT_SQL_DIR, CHECK_DOCS, CHECK_ORDER, CheckDefinitionError, Scope
+from analytics.audits._checks import (
+    AUDIT_SQL_DIR,
+    CHECK_DOCS,
+    CHECK_ORDER,
+    CheckDefinitionError,
+    Clock,
+    Scope,
+)
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
 from analytics.views import create_views
@@ -62,6 +69,49 @@ def test_no_check_cites_a_seed_or_an_issue() -> None:
     for check in load_checks():
         shown = " ".join((check.title, check.invariant, check.remediation, check.description))
         assert not UNFOLLOWABLE.search(shown), check.name
+
+
+# The checks that date a finding by an outcome (outcomes.occurred_at: the processor's clock).
+PROCESSOR_CLOCK_CHECKS = {
+    "array_account_without_row",
+    "deleted_account_row_not_removed",
+    "deleted_account_row_not_removed_ever",
+    "guard_refusals",
+}
+
+
+def test_every_check_dates_its_findings_on_one_declared_clock() -> None:
+    checks = load_checks()
+    assert all(c.time_column and c.clock for c in checks)
+    assert {c.name for c in checks if c.clock is Clock.PROCESSOR} == PROCESSOR_CLOCK_CHECKS
+    assert {c.clock for c in checks if c.name not in PROCESSOR_CLOCK_CHECKS} == {Clock.STREAM}
+
+
+def test_the_processor_clock_checks_date_their_findings_by_an_outcomes_time() -> None:
+    for check in load_checks():
+        if check.clock is Clock.PROCESSOR:
+            assert "FROM outcomes" in check.sql and "occurred_at" in check.sql, check.name
+
+
+HEADER = "-- audit: odd\n-- scope: now\n-- title: t\n-- invariant: i\n-- remediation: r\n"
+
+
+def test_a_time_column_without_its_clock_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(HEADER + "-- time: changed_at\nSELECT 1\n")
+    with pytest.raises(CheckDefinitionError, match="declares its clock"):
+        load_checks(tmp_path)
+
+
+def test_a_clock_not_among_the_lakes_clocks_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(HEADER + "-- time: changed_at\n-- clock: wall\nSELECT 1\n")
+    with pytest.raises(CheckDefinitionError, match=re.escape("clock is one of stream|processor|business")):
+        load_checks(tmp_path)
+
+
+def test_a_clock_without_a_time_column_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(HEADER + "-- clock: stream\nSELECT 1\n")
+    with pytest.raises(CheckDefinitionError, match="only with a time column"):
+        load_checks(tmp_path)
 
 
 def test_a_file_whose_header_lacks_the_remediation_is_refused(tmp_path: Path) -> None:

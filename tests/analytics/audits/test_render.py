@@ -103,8 +103,30 @@ def test_json_is_the_whole_report(planted: AuditReport) -> None:
 
 def test_the_charts_are_png_images(planted: AuditReport) -> None:
     charts = audit_charts(planted)
-    assert [c.title.split(" (")[0] for c in charts] == ["Findings per check", "Findings by day"]
+    assert [c.title.split(" (")[0] for c in charts] == ["Findings per check", "Findings by day, stream time"]
     assert all(c.data_uri.startswith("data:image/png;base64,iVBORw0KGgo") for c in charts)
+
+
+@pytest.fixture
+def both_clocks(story: Story, audit: Audit) -> AuditReport:
+    """A duplicate (dated on stream time) and a cleanup whose mark failed after its delete (dated on
+    the processor's clock)."""
+    story.signup("mallory", "acct-m1")
+    story.signup("mallory", "acct-m2")
+    story.cancel("frank")
+    story.expire(cancellation_key("frank"), mark=False)
+    return audit(story)
+
+
+def test_findings_by_day_are_one_chart_per_clock_named_in_its_title(both_clocks: AuditReport) -> None:
+    by_day = {c.title: c.alt for c in audit_charts(both_clocks)[1:]}
+    assert list(by_day) == [
+        "Findings by day, stream time (ApproximateCreationDateTime)",
+        "Findings by day, processor clock (outcomes' occurred_at)",
+    ]
+    stream, processor = by_day.values()
+    assert "duplicate_active_rows: 2" in stream and "deleted_account" not in stream
+    assert "deleted_account_row_not_removed: 1" in processor and "duplicate" not in processor
 
 
 def test_html_escapes_what_the_rows_hold(story: Story, audit: Audit) -> None:
