@@ -22,8 +22,9 @@ Views (columns in schema/lake.md):
 - entitlement_history, cleanup_record_history: item_versions by item kind
 - users, array_accounts: one row per user / Array account
 - snapshot_items: the table as of the last snapshot run
+- audit_failures: the failing checks' rows `entitlements audit --store-failures` kept
 
-Creating a view binds it, and binding reads the footers of every file under it: creating all fifteen
+Creating a view binds it, and binding reads the footers of every file under it: creating all sixteen
 on a lake of a hundred files takes about 0.4 s. A caller that knows what it will query (an audit of one
 check, a mining report) passes `views=` and gets those views and what they read, nothing else.
 """
@@ -60,12 +61,13 @@ import pyarrow as pa
 from analytics.lake._delta import active_files, open_table
 from analytics.lake._duck import literal
 from analytics.lake._errors import QueryFailed, QueryRefused
-from analytics.lake._files import TABLES, anchor_file
+from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, anchor_file
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, fold_sql
 from analytics.lake._mask import MASK_PATH, read_mask
 from analytics.lake._read import require_as_of, require_data
 from analytics.lake._schema import (
+    AUDIT_FAILURES,
     CHANGES,
     OUTCOMES,
     PARTITION_COLUMN,
@@ -93,6 +95,7 @@ VIEW_NAMES: tuple[str, ...] = (
     "users",
     "array_accounts",
     "snapshot_items",
+    "audit_failures",
 )
 
 
@@ -200,7 +203,8 @@ def _file_variables(lake: Lake, allow: AllowList, as_of: datetime | None = None)
     """The DuckDB variables naming each table's current files (a schema anchor first). Reads only:
     raises `LakeMissing` when the lake holds no data (and `NoDataAsOf` before its first change). With
     `as_of`, the change files of later days are left out (their rows are all later) and the state
-    files too (the views fold the log up to the instant)."""
+    files too (the views fold the log up to the instant). The audits' stored failures (`audits/failures`,
+    written only by `audit --store-failures`) are read when the table exists: the anchor alone otherwise."""
     changes = require_data(lake) if as_of is None else require_as_of(lake, as_of)
     tables = {CHANGES: changes, OUTCOMES: open_table(lake, OUTCOMES), STATE_DIR: open_table(lake, STATE_DIR)}
     day = None if as_of is None else as_of.astimezone(UTC).date().isoformat()
@@ -215,13 +219,19 @@ def _file_variables(lake: Lake, allow: AllowList, as_of: datetime | None = None)
             anchor_file(TABLES[name], allow),
             *(lake.uri_for(f"{name}/{p}") for p in paths),
         ]
+    failures = active_files(open_table(lake, AUDIT_FAILURES))
+    variables["audit_failures_files"] = [
+        anchor_file(AUDIT_FAILURES_TABLE, allow),
+        *(lake.uri_for(f"{AUDIT_FAILURES}/{p}") for p, _ in failures),
+    ]
     return variables
 
 
 def _as_of_statements(as_of: datetime) -> dict[str, str]:
     """The views that restrict every other view to the log up to `as_of` (stream creation time): change
     rows created by then; outcomes answering one of those changes, or answering none and occurred by
-    then (an outcome's time is the processor's clock, another axis); snapshot_items is the state then."""
+    then (an outcome's time is the processor's clock, another axis); snapshot_items is the state then;
+    audit_failures the rows of the audits run by then (audited_at)."""
     instant = f"TIMESTAMPTZ {literal(as_of.astimezone(UTC).isoformat())}"
     texts = {name: text for created, _, text in _definitions() for name in created}
 
@@ -239,6 +249,7 @@ def _as_of_statements(as_of: datetime) -> dict[str, str]:
             "OR o.source_event_id IN (SELECT event_id FROM raw_changes)",
         ),
         "snapshot_items": "CREATE OR REPLACE VIEW snapshot_items AS SELECT * FROM current_items",
+        "audit_failures": restricted("audit_failures", f"f.audited_at <= {instant}"),
     }
 
 

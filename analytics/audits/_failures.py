@@ -18,7 +18,8 @@ check's columns and values as the JSON report gives them) beside the columns tha
 The lake's privacy covers it as it covers the other tables: an erasure's purge deletes every stored row
 naming the user in `user_id`, `other_user_id` or `pk` and expunges the table's log, the holdings check
 scans those columns, and `read_failures` hides the users the erasure mask holds (their rows cannot be
-stored meanwhile: the checks read views that already hide them).
+stored meanwhile: the checks read views that already hide them); so does the view `audit_failures`
+(analytics/sql/70_audit_failures.sql), which `entitlements sql` queries.
 """
 
 from __future__ import annotations
@@ -37,24 +38,11 @@ import pyarrow.compute as pc
 from analytics.lake import Lake
 from analytics.lake._delta import append, ensure_table, open_table
 from analytics.lake._mask import read_mask
+from analytics.lake._schema import AUDIT_FAILURES_SCHEMA
 from analytics.lake.purge import AUDIT_FAILURES
 from schema.table import USER_PK_PREFIX
 
-FAILURES_SCHEMA = pa.schema(
-    [
-        pa.field("audit_id", pa.string(), nullable=False),
-        pa.field("audited_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("as_of", pa.timestamp("us", tz="UTC")),
-        pa.field("check_name", pa.string(), nullable=False),
-        pa.field("scope", pa.string(), nullable=False),
-        pa.field("status", pa.string(), nullable=False),
-        pa.field("row_number", pa.int64(), nullable=False),
-        pa.field("user_id", pa.string()),
-        pa.field("other_user_id", pa.string()),
-        pa.field("pk", pa.string()),
-        pa.field("row", pa.string(), nullable=False),
-    ]
-)
+FAILURES_SCHEMA = AUDIT_FAILURES_SCHEMA
 _OTHER_USER_COLUMNS = ("row_user_id",)
 
 

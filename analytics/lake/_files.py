@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "ANCHOR_DATE",
+    "AUDIT_FAILURES_TABLE",
     "TABLES",
     "TableSpec",
     "anchor_file",
@@ -36,6 +37,8 @@ from deltalake import DeltaTable
 from analytics.lake._delta import active_files, ensure_table
 from analytics.lake._filesystem import Lake
 from analytics.lake._schema import (
+    AUDIT_FAILURES,
+    AUDIT_FAILURES_SCHEMA,
     CHANGES,
     OUTCOMES,
     OUTCOMES_SCHEMA,
@@ -63,6 +66,8 @@ class TableSpec:
             base = changes_schema(allow)
         elif self.name == OUTCOMES:
             base = OUTCOMES_SCHEMA
+        elif self.name == AUDIT_FAILURES:
+            base = AUDIT_FAILURES_SCHEMA
         else:
             base = state_schema(allow)
             if self.name == STATE_DIR:
@@ -80,6 +85,10 @@ TABLES: dict[str, TableSpec] = {
     STATE_DIR: TableSpec(STATE_DIR, ()),
     AS_OF_DIR: TableSpec(AS_OF_DIR, ()),
 }
+
+# The audits' stored failures: read by the views, written only by `audit --store-failures` (so not in
+# TABLES: ensure_layout never creates it).
+AUDIT_FAILURES_TABLE = TableSpec(AUDIT_FAILURES, ())
 
 
 def ensure_layout(lake: Lake, allow: AllowList) -> dict[str, DeltaTable]:

@@ -7,6 +7,8 @@ Nothing here is inferred from data: every dataset's schema is declared, and the 
 from __future__ import annotations
 
 __all__ = [
+    "AUDIT_FAILURES",
+    "AUDIT_FAILURES_SCHEMA",
     "CHANGES",
     "CHANGE_IDENTITY",
     "LAKE_SCHEMA_VERSION",
@@ -42,6 +44,8 @@ from schema.errors import TerminalError
 LAKE_SCHEMA_VERSION = 1
 CHANGES = "changes"
 OUTCOMES = "outcomes"
+# The failing rows `entitlements audit --store-failures` keeps (analytics/audits/_failures.py).
+AUDIT_FAILURES = "audits/failures"
 SNAPSHOTS = "snapshots"
 STATE_DIR = f"{SNAPSHOTS}/state"
 PARTITION_COLUMN = "event_date"
@@ -116,6 +120,24 @@ OUTCOMES_SCHEMA = pa.schema(
         pa.field("detail", pa.string()),
     ],
     metadata={"lake.dataset": OUTCOMES, "lake.schema_version": str(LAKE_SCHEMA_VERSION)},
+)
+
+# One stored finding of a failing check: whose it is, beside the finding as JSON
+# (analytics/audits/_failures.py).
+AUDIT_FAILURES_SCHEMA = pa.schema(
+    [
+        pa.field("audit_id", pa.string(), nullable=False),
+        pa.field("audited_at", _TIMESTAMP, nullable=False),
+        pa.field("as_of", _TIMESTAMP),
+        pa.field("check_name", pa.string(), nullable=False),
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("row_number", pa.int64(), nullable=False),
+        pa.field("user_id", pa.string()),
+        pa.field("other_user_id", pa.string()),
+        pa.field("pk", pa.string()),
+        pa.field("row", pa.string(), nullable=False),
+    ]
 )
 
 _RESERVED = frozenset(f.name for f in (*_CHANGE_META, *_STATE_META_TAIL)) | {PARTITION_COLUMN, "filename"}

@@ -29,13 +29,11 @@ from analytics.lake._delta import delete_rows, expunge, open_table, table_schema
 from analytics.lake._duck import literal
 from analytics.lake._files import AS_OF_DIR
 from analytics.lake._filesystem import Lake
-from analytics.lake._schema import CHANGES, OUTCOMES, STATE_DIR
+from analytics.lake._schema import AUDIT_FAILURES, CHANGES, OUTCOMES, STATE_DIR
 from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
 
-# The failing rows `entitlements audit --store-failures` keeps (analytics/audits/_failures.py).
-AUDIT_FAILURES = "audits/failures"
 PURGED_DATASETS: tuple[str, ...] = (CHANGES, OUTCOMES, STATE_DIR, AS_OF_DIR, AUDIT_FAILURES)
 # The columns naming a user: a row belongs to every user one of them names (and to the user of its `pk`).
 USER_ID_COLUMNS: tuple[str, ...] = ("user_id", "other_user_id")

@@ -1,19 +1,26 @@
-"""analytics/audits/_failures.py: the failing checks' rows kept in the lake, and the erasure's reach into
-them (mask, purge, holdings)."""
+"""analytics/audits/_failures.py: the failing checks' rows kept in the lake, the erasure's reach into
+them (mask, purge, holdings), and the view `audit_failures` over them
+(analytics/sql/70_audit_failures.sql)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from analytics.audits import AuditReport, read_failures, run_audits
 from analytics.audits._config import Thresholds, load_config
+from analytics.audits._failures import FAILURES_SCHEMA
 from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake
 from analytics.lake.purge import AUDIT_FAILURES, PURGED_DATASETS
+from analytics.views import connect, run_read_only
+from entitlements.cli import app as cli
 from schema.table import cancellation_key
 from tests.analytics.audits.story import Story
 
@@ -120,3 +127,62 @@ def test_the_purge_reaches_a_user_named_only_as_the_other_user(stored: AuditRepo
 def lake_files(lake: Lake) -> list[Path]:
     root = Path(lake.base) / AUDIT_FAILURES
     return [p for p in root.rglob("*") if p.is_file()]
+
+
+def _view_rows(
+    lake: Lake, *, mask: Iterable[str] = (), as_of: datetime | None = None
+) -> list[dict[str, Any]]:
+    con = connect(lake, views=["audit_failures"], mask=mask, as_of=as_of)
+    try:
+        return run_read_only(con, "SELECT * FROM audit_failures ORDER BY check_name, row_number").to_pylist()
+    finally:
+        con.close()
+
+
+def test_the_view_audit_failures_holds_the_stored_rows(stored: AuditReport, lake: Lake) -> None:
+    stored_rows = sorted(read_failures(lake).to_pylist(), key=lambda r: (r["check_name"], r["row_number"]))
+    assert _view_rows(lake) == stored_rows
+
+
+def test_the_view_is_there_with_no_rows_before_any_audit_stored_some(story: Story, lake: Lake) -> None:
+    story.land(lake)
+    con = connect(lake, views=["audit_failures"])
+    columns = [name for name, *_ in con.execute("DESCRIBE audit_failures").fetchall()]
+    assert columns == FAILURES_SCHEMA.names
+    assert con.execute("SELECT count(*) FROM audit_failures").fetchall() == [(0,)]
+
+
+def test_the_view_hides_a_masked_user_whether_the_finding_is_theirs_or_names_them(
+    stored: AuditReport, lake: Lake
+) -> None:
+    AnalyticsLakeEraser(lake).mask(["frank", "alice"])
+    rows = _view_rows(lake)
+    assert rows and all(r["user_id"] not in {"frank", "alice"} for r in rows)
+    assert all(r["other_user_id"] is None and r["pk"] != "USER#frank" for r in rows)
+
+
+def test_the_view_hides_users_a_caller_masks_as_every_view_does(stored: AuditReport, lake: Lake) -> None:
+    assert {r["user_id"] for r in _view_rows(lake, mask=["mallory"])} == {"frank"}
+
+
+def test_the_view_as_of_an_instant_holds_the_rows_of_the_audits_run_by_then(story: Story, lake: Lake) -> None:
+    plant_duplicate(story)
+    story.land(lake)
+    ran_at = story.now + timedelta(days=1)
+    run_audits(lake, store_failures_in_lake=True, clock=lambda: ran_at)
+    assert _view_rows(lake, as_of=ran_at - timedelta(seconds=1)) == []
+    assert len(_view_rows(lake, as_of=ran_at)) == len(_view_rows(lake)) > 0
+
+
+def test_entitlements_sql_queries_the_stored_failures_and_their_findings(
+    stored: AuditReport, lake: Lake
+) -> None:
+    query = (
+        "SELECT check_name, \"row\"->>'array_account_id' AS account FROM audit_failures "
+        "WHERE check_name = 'cleanup_names_active_account'"
+    )
+    result = CliRunner().invoke(
+        cli, ["sql", query, "--format", "json"], env={"ENTITLEMENTS_LAKE__ROOT": lake.uri}
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"check_name": "cleanup_names_active_account", "account": "acct-a1"}]
