@@ -30,7 +30,8 @@ ENV PATH=/opt/entitlements/bin:$PATH \
     ENTITLEMENTS_CONSUMER__STATE_DIR=/var/lib/entitlements \
     ENTITLEMENTS_LAKE__ROOT=/var/lib/entitlements/lake
 RUN useradd --system --home /var/lib/entitlements entitlements \
- && mkdir -p /var/lib/entitlements && chown entitlements /var/lib/entitlements
+ && mkdir -p /var/lib/entitlements /var/lib/entitlements-metrics \
+ && chown entitlements /var/lib/entitlements /var/lib/entitlements-metrics
 USER entitlements
 WORKDIR /var/lib/entitlements
 # SIGTERM reaches `entitlements consume`, which stops the daemon gracefully (checkpoints, then exits).

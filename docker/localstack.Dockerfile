@@ -26,7 +26,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /root/.m2 /src
 ENV PATH=/opt/entitlements/bin:$PATH
 RUN useradd --system --home /var/lib/entitlements entitlements \
- && mkdir -p /var/lib/entitlements && chown entitlements /var/lib/entitlements
+ && mkdir -p /var/lib/entitlements /var/lib/entitlements-metrics \
+ && chown entitlements /var/lib/entitlements /var/lib/entitlements-metrics
 USER entitlements
 WORKDIR /var/lib/entitlements
 ENTRYPOINT ["entitlements"]

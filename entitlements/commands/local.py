@@ -195,6 +195,17 @@ def _print_endpoints(
         typer.echo(f"entitlements service: {service_url} (OpenAPI: {service_url}/docs)")
 
 
+def _service_metrics(settings: Settings) -> contextlib.AbstractContextManager[object]:
+    """The service's metrics, as `serve` publishes them: its Prometheus endpoint on
+    ENTITLEMENTS_METRICS__SERVICE_PORT (when set) and its EMF documents (when a sink is set)."""
+    import telemetry  # noqa: PLC0415 (kept off --help)
+
+    metrics = settings.metrics
+    return telemetry.running_metrics(
+        metrics, process="service", port=metrics.service_port, variable="ENTITLEMENTS_METRICS__SERVICE_PORT"
+    )
+
+
 @app.command("up")
 def up(
     *,
@@ -249,7 +260,16 @@ def up(
     settings = load_settings()
     port_wanted = settings.service.port if service_port is None else service_port
     ports = {"--port": port, "--array-port": array_port, "--transactions-port": transactions_port}
-    _refuse_early(ports | {"--service-port": port_wanted if service and table else 0}, env_file)
+    serving = service and table
+    metrics_port = (settings.metrics.service_port or 0) if serving else 0
+    _refuse_early(
+        ports
+        | {
+            "--service-port": port_wanted if serving else 0,
+            "ENTITLEMENTS_METRICS__SERVICE_PORT": metrics_port,
+        },
+        env_file,
+    )
     clock_settings = _clock_settings(settings, clock_speed, clock_start)
     stack, array, transactions = _parts(
         settings,
@@ -283,6 +303,7 @@ def up(
                 settings, endpoints, clock_settings, array_url=array.url, transactions_url=transactions.url
             )
             service_url = running.enter_context(local_service(local, port=port_wanted)).url
+            running.enter_context(_service_metrics(settings))
         exports = "".join(
             f"export {name}={shlex.quote(value)}\n"
             for name, value in stack_environment(

@@ -6,7 +6,9 @@ What stands in for each part of a container:
 - its file system: a folder of its own (its working folder and home, where any relative path lands);
   a named volume is one folder shared by every service that mounts it;
 - its network: the services share one namespace's loopback in the compose file; here they share the
-  host's, each fixed port moved to a free one so that nothing else on the machine collides with them;
+  host's, each fixed port (in a loopback URL, after a `--...port` option, or the value of a `*_PORT`
+  variable such as the metrics endpoints') moved to a free one so that nothing else on the machine
+  collides with them;
 - `depends_on`: a service starts once each dependency is healthy (its healthcheck command passes),
   has exited 0 (`service_completed_successfully`), or has started.
 """
@@ -64,9 +66,16 @@ def _fixed_ports(services: Mapping[str, Any]) -> set[int]:
     for service in services.values():
         texts = [*service.get("environment", {}).values(), *service.get("healthcheck", {}).get("test", [])]
         ports.update(int(port) for text in texts for port in _LOOPBACK_PORT.findall(str(text)))
+        environment = service.get("environment", {})
+        ports.update(int(value) for key, value in environment.items() if _is_port_variable(key, value))
         command = service.get("command", [])
         ports.update(int(value) for option, value in itertools.pairwise(command) if option.endswith("port"))
     return ports
+
+
+def _is_port_variable(key: str, value: object) -> bool:
+    """A variable holding a bare port (ENTITLEMENTS_METRICS__CONSUME_PORT: "9180")."""
+    return key.endswith("_PORT") and str(value).isdigit()
 
 
 @dataclass
@@ -122,6 +131,11 @@ class ComposeRun:
         text = _LOOPBACK_PORT.sub(lambda port: str(self.ports.get(int(port[0]), port[0])), text)
         return str(self.host_path(name, text)) if text.startswith("/") else text
 
+    def _variable(self, name: str, key: str, value: str) -> str:
+        if _is_port_variable(key, value):
+            return str(self.ports.get(int(value), value))
+        return self._text(name, value)
+
     def environment(self, name: str) -> dict[str, str]:
         """The service's compose environment (paths and ports moved), with the image's PATH and a home."""
         home = self._container_root(name) / "home"
@@ -130,7 +144,7 @@ class ComposeRun:
         return {
             "PATH": f"{self.prefix / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin",
             "HOME": str(home),
-            **{key: self._text(name, str(value)) for key, value in compose_env.items()},
+            **{key: self._variable(name, key, str(value)) for key, value in compose_env.items()},
         }
 
     def command(self, name: str) -> list[str]:

@@ -8,6 +8,7 @@ a record written to the table in the lake; the erasure worker answers a CHECK on
 from __future__ import annotations
 
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -117,3 +118,35 @@ def test_the_erasure_worker_answers_a_check(stack: ComposeRun) -> None:
         return None
 
     assert stack.wait_for(answer, timeout=120, watching="erasure-worker") == "HOLDS_NONE"
+
+
+# What each long-running service's Prometheus endpoint shows once it runs (docs/operations/metrics.md).
+METRICS = {
+    "localstack": ("service_port", "entitlements_service_requests"),
+    "consumer": ("consume_port", "entitlements_consumer_daemon_running"),
+    "cleanup-retry-worker": ("retry_worker_port", "entitlements_cleanup_retry_queue_depth"),
+    "erasure-worker": ("erasure_worker_port", "entitlements_erasure_answers"),
+}
+
+
+def test_the_metrics_ports_move_to_free_ones_like_the_other_fixed_ports(tmp_path: Path) -> None:
+    run = ComposeRun(prefix=tmp_path, root=tmp_path)
+    for name, (setting, _) in METRICS.items():
+        fixed = int(run.services[name]["environment"][f"ENTITLEMENTS_METRICS__{setting.upper()}"])
+        assert getattr(settings_of(run, name).metrics, setting) == run.ports[fixed] != fixed, name
+
+
+def test_each_long_running_service_serves_its_figures_on_its_metrics_port(stack: ComposeRun) -> None:
+    for name, (setting, figure) in METRICS.items():
+        metrics = settings_of(stack, name).metrics
+        url = f"http://{metrics.host}:{getattr(metrics, setting)}/metrics"
+
+        def scraped(url: str = url, name: str = name) -> str | None:
+            stack.assert_running(name)
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    return str(response.read().decode())
+            except OSError:  # not serving yet
+                return None
+
+        assert f"# TYPE {figure}" in stack.wait_for(scraped, timeout=120, watching=name), name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -73,10 +74,11 @@ class Running:
     process: subprocess.Popen[bytes]
     exports: dict[str, str]
     stdout: Path
+    environment: dict[str, str]
 
 
-def start_local_up(tmp: Path) -> Running:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITLEMENTS_")}
+def start_local_up(tmp: Path, **settings: str) -> Running:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENTITLEMENTS_")} | settings
     env["ENTITLEMENTS_LAKE__ROOT"] = str(tmp / "lake")
     env["ENTITLEMENTS_CONSUMER__STATE_DIR"] = str(tmp / "state")
     env_file, stdout = tmp / "local.env", tmp / "stdout.txt"
@@ -95,7 +97,7 @@ def start_local_up(tmp: Path) -> Running:
             raise AssertionError("local up did not come up")
         time.sleep(0.1)
     exports = dict(line.removeprefix("export ").split("=", 1) for line in env_file.read_text().splitlines())
-    return Running(process, {k: shlex.split(v)[0] for k, v in exports.items()}, stdout)
+    return Running(process, {k: shlex.split(v)[0] for k, v in exports.items()}, stdout, env)
 
 
 def stop(process: subprocess.Popen[bytes]) -> int:
@@ -109,10 +111,18 @@ def stop(process: subprocess.Popen[bytes]) -> int:
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    up = start_local_up(tmp_path_factory.mktemp("local-up"))
+    up = start_local_up(
+        tmp_path_factory.mktemp("local-up"), ENTITLEMENTS_METRICS__SERVICE_PORT=str(free_port())
+    )
     yield up
     if up.process.poll() is None:
         stop(up.process)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_local_up_makes_the_table_it_exports(running: Running) -> None:
@@ -210,3 +220,9 @@ def test_local_up_serves_the_entitlements_service_it_prints(running: Running) ->
     line = next(line for line in printed.splitlines() if line.startswith("entitlements service: "))
     url = line.removeprefix("entitlements service: ").split(" ", 1)[0]
     assert httpx.get(f"{url}/stats", timeout=5).status_code == 200
+
+
+def test_local_up_serves_the_services_metrics_on_the_service_metrics_port(running: Running) -> None:
+    port = running.environment["ENTITLEMENTS_METRICS__SERVICE_PORT"]
+    scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+    assert scraped.status_code == 200 and "# TYPE entitlements_service_requests" in scraped.text
