@@ -10,8 +10,9 @@ three rules that keep the workload to what real users do:
 - each user signs up once, and nothing else happens to a user before their signup has answered;
 - at most one request other than a relink is in flight per user (so at most one second signup);
 - a relink (`POST /{user_id}/processor`) may be in flight beside one of them: `contention` is the share
-  of cancellations and second signups aimed at users with a relink in flight, so the seed's race (a link
-  holding a row across its two network calls while the row is retired or cancelled) happens by itself.
+  of cancellations and second signups aimed at users with a relink in flight, so the race the service
+  design guards against (docs/table.md: a link holding a row across its two network calls while the row
+  is retired or cancelled) happens by itself.
   With SaveIfActive the service answers such a link 404 (`entitlement_not_active`), terminal.
 
 Which interleavings happen is left to the threads (the fakes' latency widens the window); the demo forces

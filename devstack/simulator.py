@@ -1,6 +1,7 @@
 """The workload simulator: the entitlement service's documented writes, at a chosen rate and mix.
 
-Every write goes through the table contract (`schema.table`) as the seed describes it:
+Every write goes through the table contract (`schema.table`) as the service design describes it
+(docs/table.md, "The service's write paths"):
 
 - signup: one unconditional put of a fresh Active row carrying a processorToken;
 - cancellation: the row Cancelled + the cancellation cleanup record on the user's single cancellation key,
@@ -9,8 +10,9 @@ Every write goes through the table contract (`schema.table`) as the seed describ
 - second Array signup: a new Active row for a new Array account, the old row Superseded, and a stale
   cleanup record on the key ending in the OLD account id, ttl = now + STALE_ENTITLEMENT_TTL_DAYS, in one
   transaction;
-- relink: read a row, wait (the two network calls of the seed), then put back exactly the image read
-  through SaveIfActive, a put conditioned on `attribute_exists(pk) AND #status = :active`. A rejection is
+- relink: read a row, wait (the link's two network calls, to transactions-service and to Array:
+  service/arraylink.py), then put back exactly the image read through SaveIfActive, a put conditioned
+  on `attribute_exists(pk) AND #status = :active`. A rejection is
   ErrEntitlementNotActive (`EntitlementNotActiveError`): terminal, counted, never retried. The wait is
   modelled deterministically: a relink's write happens after 0..`max_relink_window` further operations, so
   a cancellation or second signup of the same user in between makes the guard reject it, as in

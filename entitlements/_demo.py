@@ -13,11 +13,12 @@
      user has answered, then let go; SaveIfActive refuses its write (404, an outcome);
    - one "same account again" second signup (Array answers the account the user holds: nothing written);
    - the workload: the mix as HTTP requests from concurrent clients (`devstack.service_workload`);
-   - with faults, the seed's harm: the same forced race through a second in-process service whose link
-     write is devstack's fault-injection wrapper (an unconditional put), with the TTL emulator paused
-     until the stale write has landed (so its stale record's expiry always meets the account back in
-     use): the retired row comes back Active beside the new one, with a stale record naming its account;
-     and the anomalies the service cannot produce, planted by direct table writes (string and
+   - with faults, the harm the service design guards against (docs/table.md, "The service's write paths": a
+     link's stale put writing a retired row back Active): the same forced race through a second in-process
+     service whose link write is devstack's fault-injection wrapper (an unconditional put), with the TTL
+     emulator paused until the stale write has landed (so its stale record's expiry always meets the account
+     back in use): the retired row comes back Active beside the new one, with a stale record naming its
+     account; and the anomalies the service cannot produce, planted by direct table writes (string and
      millisecond ttls, a failed reactivation delete, a canary processor token);
    - what was planted is written to the manifest, `planted.json`;
 4. wait until every cleanup record that can expire has expired and the consumer has read to an end of
@@ -129,7 +130,7 @@ class ForcedRaces:
     relink_vs_cancellation: dict[str, int] = field(default_factory=dict)
     same_account_again: dict[str, int] = field(default_factory=dict)  # second signup status -> count
     unguarded_stale_put: dict[str, int] = field(default_factory=dict)
-    overwritten_rows: int = 0  # what the unguarded wrapper counted (the seed's harm, made)
+    overwritten_rows: int = 0  # what the unguarded wrapper counted (stale link puts SaveIfActive refuses)
 
 
 @dataclass(frozen=True)
@@ -367,7 +368,8 @@ def _schedule_users(seed: int, count: int, namespace: str) -> list[str]:
 
 
 def _stale_put_race_fault(user: str, race: _Race | None) -> PlantedFault:
-    """The manifest's entry for the seed's harm (a suppressed one names accounts never written)."""
+    """The manifest's entry for the harm the service design guards against, made by the unguarded link
+    write (docs/table.md; a suppressed one names accounts never written)."""
     account = race.account if race else "unwritten-account"
     new = race.racer_account if race and race.racer_account else "unwritten-new-account"
     row, new_row, stale = entitlement_key(user, account), entitlement_key(user, new), stale_key(user, account)
@@ -402,7 +404,8 @@ def _run_races(
     *,
     namespace: str,
 ) -> list[PlantedFault]:
-    """The forced races; with faults, the seed's harm (returned as the manifest's entry)."""
+    """The forced races; with faults, the harm the service design guards against (docs/table.md),
+    made through the unguarded link write (returned as the manifest's entry)."""
     array, emulator = fakes
     users = iter(_schedule_users(options.seed, 2 * options.races + 2, namespace))
     planted: list[PlantedFault] = []
@@ -492,8 +495,9 @@ def _drive_the_service(
             unwritten=options.suppressed,
         )
         progress(
-            f"the seed's harm through the unguarded link write: {races.overwritten_rows} row(s) "
-            f"overwritten; planted by direct writes: {len(planted) - 1} anomalies"
+            "the harm SaveIfActive guards against, made by an unguarded link write: "
+            f"{races.overwritten_rows} row(s) overwritten; "
+            f"planted by direct writes: {len(planted) - 1} anomalies"
         )
         if options.suppressed:
             progress(

@@ -4,7 +4,8 @@ With `--clients N` the mix goes as HTTP requests from N concurrent clients to th
 (`devstack.service_workload`): a service started in this process on 127.0.0.1 with the settings' table,
 Array and transactions-service (the local stack's fakes), or the one at `--service-url`.
 `--unguarded-links` (in-process service only; refused unless every endpoint is loopback) makes the link
-write an unconditional put (`devstack.unguarded_links`), to show the seed's harm. `--faults` plants the
+write an unconditional put (`devstack.unguarded_links`), to show the harm the service design guards
+against (a link's stale put writing a retired row back Active: docs/table.md). `--faults` plants the
 anomalies the service cannot produce by direct table writes, labelled `planted_by_direct_write`.
 
 With `--clients 0` (the default) the simulator writes the table directly (`devstack.simulator`).
