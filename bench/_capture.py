@@ -46,16 +46,14 @@ from typing import Any
 import orjson
 
 from bench._capture_format import frame, read_frames
+from bench._daemon import LAUNCHER_JAR, bench_daemon, stream_sequence_numbers
 from bench.bench_child import (
-    LAUNCHER_JAR,
     NULL_CHILD,
     START_TIMEOUT,
     STOP_TIMEOUT,
     _checkpoint,
     _client,
-    _daemon,
     _settings,
-    _stream_sequence_numbers,
     _wait,
 )
 from devstack.moto_server import MotoServer
@@ -175,7 +173,7 @@ def produce(path: Path) -> None:
         streams = _client(moto.endpoint, "dynamodbstreams")
         table = create_table(dynamodb, f"entitlements-capture-{uuid.uuid4().hex[:6]}")
         summary, ttl_deleted = _write_workload(moto, table.table_name)
-        numbers = _stream_sequence_numbers(streams, table.stream_arn)
+        numbers = stream_sequence_numbers(streams, table.stream_arn)
         shards = streams.describe_stream(StreamArn=table.stream_arn)["StreamDescription"]["Shards"]
         if len(shards) != 1 or not numbers:
             raise SystemExit(f"bench capture: expected one shard with records, got {len(shards)} shard(s)")
@@ -188,11 +186,11 @@ def produce(path: Path) -> None:
             f"bench-capture-{uuid.uuid4().hex[:6]}",
             UNUSED_ARRAY_URL,
         )
-        daemon = _daemon(
+        daemon, _log = bench_daemon(
             settings,
             stream_arn=table.stream_arn,
-            module=NULL_CHILD,
-            arguments=("--capture", str(capture_file)),
+            worker_id="bench",
+            child=(NULL_CHILD, "--capture", str(capture_file)),
         )
         application = settings.consumer.application_name
         daemon.start()
