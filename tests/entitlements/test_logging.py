@@ -84,8 +84,11 @@ def test_a_level_below_the_configured_one_is_not_written(capsys: pytest.CaptureF
 
 @pytest.mark.parametrize("library", ["httpx", "werkzeug", "uvicorn.access"])
 def test_a_librarys_request_line_naming_a_path_is_not_written_at_info(
-    library: str, capsys: pytest.CaptureFixture[str]
+    library: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # An in-process uvicorn with access_log=False (an earlier test's service) stops its access logger
+    # propagating; this test is about the level configure_logging sets, so it starts from a propagating one.
+    monkeypatch.setattr(logging.getLogger(library), "propagate", True)
     configure_logging()
     logging.getLogger(library).info("HTTP Request: %s %s", "POST", "http://127.0.0.1/user-canary-42/signup")
     logging.getLogger(library).warning("connection pool is full")
