@@ -92,7 +92,7 @@ def test_repair_marks_removed_every_row_whose_account_the_lake_shows_deleted(
     )
     result = runner.invoke(cli, ["cleanup", "repair"], env=env)
     assert result.exit_code == 0, result.output
-    assert "2 marked, 0 failed" in result.output
+    assert "2 marked, 0 already Removed, 0 failed" in result.output
     assert (get_row("u1", "acct-1") or {})["status"] == "Removed"
     assert (get_row("u2", "acct-2") or {})["status"] == "Removed"
     assert (get_row("u3", "acct-3") or {})["status"] == "Cancelled"
