@@ -323,7 +323,9 @@ def _worker(stack: _Stack) -> ErasureWorker:
             table_name=stack.table.table_name,
             array=stack.array,
             lake=AnalyticsLakeEraser(stack.lake),
-            stores=ConsumerStores(stack.state / "quarantine", stack.state / "parked"),
+            stores=ConsumerStores(
+                stack.state / "quarantine", stack.state / "parked", stack.state / "dead-letter"
+            ),
             ledger=stack.ledger,
         ),
         clock=SystemClock(),
