@@ -73,7 +73,7 @@ def repair_removed_rows(
             report.candidates.append(candidate)
             if dry_run:
                 continue
-            result = mark_row_removed(dynamodb, table_name, row, account, updated_at)
+            result = mark_row_removed(dynamodb, table_name, row, account, updated_at, read_back=True)
             if result.code == "already_removed":
                 report.already_removed.append(candidate)
             elif result.marked:

@@ -101,7 +101,7 @@ def mark_row_removed(
 ) -> MarkResult:
     """Set the row Removed if it still names the account and is not already Removed. Never creates it.
 
-    With `read_back` (the cleanup's mark after its delete), a refused condition is read back: a row
+    With `read_back` (the cleanup's mark after its delete; repair), a refused condition is read back: a row
     already Removed that names the account is marked (an earlier request did it: botocore's retry of a
     request whose answer timed out, or another attempt of the same expiry)."""
     try:
