@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from analytics import LakeMissing, connect, lake_from_settings
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
@@ -30,6 +29,7 @@ from schema.outcomes import FINAL_CLEANUP_OUTCOMES
 from schema.table import EntitlementStatus
 from tests.support.daemon_log import child_entries
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents, ttl_emulator
+from tests.support.lake import query_lake
 from tests.support.leases import checkpointed_past, only_shard
 from tests.support.polling import wait_for
 from tests.support.reordered_child import ORDERS, start_reordered_worker
@@ -90,15 +90,9 @@ class Stack:
         return account, record
 
     def final_outcomes(self, source_event_id: str) -> list[str]:
-        """The expiry's final outcomes in the lake; none while the lake has no commit yet."""
-        try:
-            con = connect(lake_from_settings(self.consumer.settings))
-        except LakeMissing:
-            return []
-        with con:
-            rows = con.execute(
-                "SELECT kind FROM outcomes WHERE source_event_id = ?", [source_event_id]
-            ).fetchall()
+        rows = query_lake(
+            self.consumer.settings, "SELECT kind FROM outcomes WHERE source_event_id = ?", [source_event_id]
+        )
         return [str(kind) for (kind,) in rows if kind in FINAL_CLEANUP_OUTCOMES]
 
     def parked_for_cleanup(self) -> set[str]:

@@ -17,7 +17,6 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from analytics import connect, lake_from_settings
 from config import settings_environment
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
@@ -30,6 +29,7 @@ from processors.cleanup import _handler as cleanup_handler_module
 from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.table import STALE_SK_PREFIX, CleanupRecord, EntitlementStatus, ItemKind
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, stream_contents, ttl_emulator
+from tests.support.lake import query_lake
 from tests.support.leases import checkpointed_past, only_shard
 from tests.support.polling import wait_for
 
@@ -99,15 +99,17 @@ class Stack:
         finals = (
             "('cleanup.deleted', 'cleanup.already_deleted', 'cleanup.refused_by_guard', 'cleanup.failed')"
         )
-        with connect(lake_from_settings(self.consumer.settings)) as con:
-            view = con.execute(
-                f"SELECT kind FROM outcomes WHERE source_event_id = ? AND kind IN {finals}",
-                [source_event_id],
-            ).fetchall()
-            raw = con.execute(
-                f"SELECT kind FROM raw_outcomes WHERE source_event_id = ? AND kind IN {finals}",
-                [source_event_id],
-            ).fetchall()
+        settings = self.consumer.settings
+        view = query_lake(
+            settings,
+            f"SELECT kind FROM outcomes WHERE source_event_id = ? AND kind IN {finals}",
+            [source_event_id],
+        )
+        raw = query_lake(
+            settings,
+            f"SELECT kind FROM raw_outcomes WHERE source_event_id = ? AND kind IN {finals}",
+            [source_event_id],
+        )
         return sorted(str(row[0]) for row in view), sorted(str(row[0]) for row in raw)
 
 

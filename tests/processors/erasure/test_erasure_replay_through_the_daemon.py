@@ -13,8 +13,6 @@ from typing import Any
 import boto3
 import pytest
 
-from analytics import lake_from_settings
-from analytics.views import connect
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
 from entitlements.compose import erasure_worker
@@ -23,6 +21,7 @@ from processors.erasure import ensure_erasure_channel
 from schema.erasure import CHANNEL_CONSTANTS, serialize_erasure_message
 from tests.processors.erasure.erasure_subscriber_helpers import entitlement_item, erase
 from tests.support.kcl import consumer_settings, dynamodb, running_consumer, stream_contents
+from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -40,11 +39,11 @@ def client(endpoint: str, service: str) -> Any:
 
 def lake_rows(settings: Any, user: str) -> int:
     # raw_changes and raw_outcomes: every landed row, replays included, with no mask applied.
-    with connect(lake_from_settings(settings)) as con:
-        changes = con.execute("SELECT count(*) FROM raw_changes WHERE user_id = ?", [user]).fetchone()
-        outcomes = con.execute("SELECT count(*) FROM raw_outcomes WHERE user_id = ?", [user]).fetchone()
-    assert changes is not None and outcomes is not None
-    return int(changes[0]) + int(outcomes[0])
+    counts = [
+        query_lake(settings, f"SELECT count(*) FROM {view} WHERE user_id = ?", [user])
+        for view in ("raw_changes", "raw_outcomes")
+    ]
+    return sum(int(rows[0][0]) for rows in counts if rows)
 
 
 def test_erasure_survives_a_replay_of_the_stream_later_than_the_duplicate_window(
