@@ -197,6 +197,10 @@ def _counter(figure: Figure) -> Counter:
     return Counter(figure.prometheus, figure.help, _labels(figure))
 
 
+def _histogram(figure: Figure, buckets: tuple[float, ...]) -> Histogram:
+    return Histogram(figure.prometheus, figure.help, _labels(figure), buckets=buckets)
+
+
 _records = _counter(RECORDS)
 # A gauge in a KCL child is written to the multiprocess folder: `livemax` shows the highest value of
 # the children still alive (`consume` marks the dead ones).
@@ -206,22 +210,16 @@ _dead_lettered = _counter(DEAD_LETTERED)
 _parked_records = _counter(PARKED_RECORDS)
 _parked_batches = _counter(PARKED_BATCHES)
 _checkpoints = _counter(CHECKPOINTS)
-_flush_duration = Histogram(
-    FLUSH_DURATION.prometheus,
-    FLUSH_DURATION.help,
-    _labels(FLUSH_DURATION),
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+_flush_duration = _histogram(
+    FLUSH_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 )
 _cleanup_outcomes = _counter(CLEANUP_OUTCOMES)
 _retry_queue_depth = Gauge(RETRY_QUEUE_DEPTH.prometheus, RETRY_QUEUE_DEPTH.help, multiprocess_mode="livemax")
 _erasure_not_applicable = _counter(ERASURE_NOT_APPLICABLE)
 _erasure_answers = _counter(ERASURE_ANSWERS)
 _service_requests = _counter(SERVICE_REQUESTS)
-_service_request_duration = Histogram(
-    SERVICE_REQUEST_DURATION.prometheus,
-    SERVICE_REQUEST_DURATION.help,
-    _labels(SERVICE_REQUEST_DURATION),
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+_service_request_duration = _histogram(
+    SERVICE_REQUEST_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 )
 _service_outcomes = _counter(SERVICE_OUTCOMES)
 
