@@ -4,9 +4,11 @@ The standard library's decoder is used rather than orjson because it agrees with
 orjson does not: `1e400` is a number (Infinity) to JavaScript, so a message holding it is an invalid
 message, not "not JSON". On top of the decoder:
 - `NaN`, `Infinity` and `-Infinity` are refused (Python accepts them by default);
-- bytes must be strict UTF-8 (no auto-detected UTF-16/32, no encoded surrogates, no overlong forms),
-  and a str must have a UTF-8 form (no surrogate code point in it): invalid UTF-8 cannot reach a store
-  through SQS at all, so this is our reading, not JSON.parse's;
+- bytes must be strict UTF-8 (no auto-detected UTF-16/32, no encoded surrogates, no overlong forms):
+  invalid UTF-8 cannot reach a store through SQS at all, so this is our reading, not JSON.parse's;
+- a str is read as JSON.parse reads a JavaScript string, lone surrogate code points included: inside a
+  JSON string one is an ordinary character (the text is JSON, and the schema's text rule refuses the
+  string, so INVALID_MESSAGE in both twins), outside one it is a syntax error (NOT_JSON in both);
 - a byte order mark is refused (JSON.parse refuses U+FEFF: it is not JSON whitespace);
 - duplicate keys: the last one wins, as in JSON.parse and System.Text.Json (our reading);
 - a lone-surrogate escape (`"\\ud800"`) is read, as JSON.parse reads it: the body is JSON, and the
@@ -46,7 +48,6 @@ NESTED: Final = _Sentinel("NESTED")
 # Python refuses int() of more than 4300 digits; JavaScript reads any JSON number as a double. Past
 # this length no integer can be valid anywhere in the contract, so read it as JavaScript would.
 _LONGEST_EXACT_INTEGER = 100
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # A valid message is one object of scalars: depth 1. Anything deeper is checked, not decoded.
 _DEEPEST_DECODED = 1
 
@@ -144,8 +145,6 @@ def load_json_text(body: object) -> object:
             return NOT_JSON
     elif isinstance(body, str):
         text = body
-        if not text.isascii() and _SURROGATE.search(text) is not None:
-            return NOT_JSON  # a str with no UTF-8 form, like invalid UTF-8 bytes
     else:
         return NOT_JSON
     if text.startswith("\ufeff"):

@@ -119,7 +119,7 @@ def refusal_reasons(body: str | bytes) -> list[Refusal]:
     message it accepts. A body that is not JSON text has one reason at "$"."""
     value = load_json_text(body)
     if value is NOT_JSON:
-        return [Refusal("$", "not JSON text (UTF-8, no lone surrogate)")]
+        return [Refusal("$", "not JSON text (strict UTF-8 for bytes)")]
     reasons = _schema_reasons(value) or _model_reasons(value)
     # A value of the wrong type breaks every rule below its type: the type alone is its reason.
     mistyped = {r.path for r in reasons if r.rule.startswith("type ")}

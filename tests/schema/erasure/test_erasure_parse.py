@@ -133,6 +133,7 @@ def test_is_expired_refuses_a_naive_clock() -> None:
     [
         ERASE.replace("req-1", "req-\\ud800"),
         ERASE.replace('"acct-1"', '"acct-1","\\udc00":1'),
+        ERASE.replace('"acct-1"', '"acct-\ud800"'),
         "[" * 991 + "]" * 991,
         "[" * 131_071 + "]" * 131_071,
         ERASE.replace('"acct-1"', '{"a":' * 2_000 + "1" + "}" * 2_000),
@@ -140,6 +141,7 @@ def test_is_expired_refuses_a_naive_clock() -> None:
     ids=[
         "lone-surrogate-escape",
         "extra-field-named-lone-surrogate",
+        "raw-lone-surrogate-in-a-string",
         "nested-991",
         "nested-at-sqs-limit",
         "deep-key",
@@ -149,7 +151,7 @@ def test_json_the_contract_refuses_is_an_invalid_message_as_in_the_node_referenc
     assert _error(body).code is ErasureContractErrorCode.INVALID_MESSAGE
 
 
-@pytest.mark.parametrize("body", ["[" * 131_072, "[" * 991 + "x" + "]" * 991, '["\ud800"]'])
+@pytest.mark.parametrize("body", ["[" * 131_072, "[" * 991 + "x" + "]" * 991, '["a"\ud800]'])
 def test_text_that_is_not_json_at_any_depth_is_not_json(body: str) -> None:
     assert _error(body).code is ErasureContractErrorCode.NOT_JSON
 
