@@ -18,7 +18,6 @@ from typing import Any
 import boto3
 import pytest
 
-from analytics import connect, lake_from_settings
 from config import Settings, load_settings
 from devstack._writes import entitlement_row, unconditional_put
 from schema.erasure import (
@@ -27,9 +26,9 @@ from schema.erasure import (
     parse_erasure_message,
     serialize_erasure_message,
 )
-from schema.errors import EntitlementsError
 from schema.table import EntitlementStatus
 from tests.docker.compose_services import ComposeRun, timed_install
+from tests.support.lake import query_lake
 
 pytestmark = pytest.mark.kcl
 
@@ -85,11 +84,7 @@ def test_the_consumer_lands_a_record_written_to_the_table(stack: ComposeRun) -> 
 
     def landed() -> list[str]:
         stack.assert_running("consumer")
-        try:
-            with connect(lake_from_settings(settings)) as con:
-                rows = con.execute("SELECT event_type FROM changes WHERE user_id = ?", [user]).fetchall()
-        except EntitlementsError:  # no lake yet
-            return []
+        rows = query_lake(settings, "SELECT event_type FROM changes WHERE user_id = ?", [user])
         return [str(kind) for (kind,) in rows]
 
     assert stack.wait_for(landed, timeout=_LANDING_TIMEOUT, watching="consumer") == ["entitlement.created"]

@@ -19,7 +19,6 @@ import pytest
 
 from analytics import lake_from_settings, snapshot
 from analytics.audits import AuditReport, load_config, run_audits
-from analytics.views import connect
 from devstack._fake_http import Hooks
 from devstack.fake_array import PROCESSOR_TOKEN, FakeArrayServer
 from devstack.fake_transactions import FakeTransactionsServer
@@ -29,6 +28,7 @@ from devstack.simulator import Mix
 from entitlements import compose
 from entitlements._workload import local_service
 from tests.support.kcl import RunningConsumer, running_consumer, stream_contents
+from tests.support.lake import query_lake
 
 pytestmark = pytest.mark.kcl
 
@@ -61,12 +61,8 @@ class World:
         raise AssertionError("the consumer did not land every stream record in time")
 
     def landed_changes(self) -> int:
-        try:
-            with connect(lake_from_settings(self.settings)) as con:
-                row = con.execute("SELECT count(DISTINCT event_id) FROM changes").fetchone()
-        except Exception:  # nothing landed yet: the views have no files to read
-            return 0
-        return int(row[0]) if row else 0
+        rows = query_lake(self.settings, "SELECT count(DISTINCT event_id) FROM changes")
+        return int(rows[0][0]) if rows else 0
 
     def audit(self) -> dict[str, Any]:
         lake = lake_from_settings(self.settings)
@@ -75,10 +71,10 @@ class World:
         return {result.name: result for result in report.results}
 
     def link_outcomes(self) -> dict[tuple[str, str | None], int]:
-        with connect(lake_from_settings(self.settings)) as con:
-            rows = con.execute(
-                "SELECT kind, detail, count(*) FROM outcomes WHERE kind LIKE 'link.%' GROUP BY 1, 2"
-            ).fetchall()
+        rows = query_lake(
+            self.settings,
+            "SELECT kind, detail, count(*) FROM outcomes WHERE kind LIKE 'link.%' GROUP BY 1, 2",
+        )
         return {(str(kind), detail): int(n) for kind, detail, n in rows}
 
 

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analytics import lake_from_settings
-from analytics.views import connect
 from entitlements.commands._stores import Stores, build_recovery
 from tests.support.kcl import dynamodb, running_consumer, stream_contents
+from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -73,7 +72,6 @@ def test_a_poison_record_in_a_window_parked_by_a_failing_lake_never_stops_its_re
     report = build_recovery(settings).replay_parked()
 
     assert (report.remaining, stores.parked.count(), stores.dead_letters.count()) == (0, 0, 0)
-    with connect(lake_from_settings(settings)) as con:
-        landed = con.execute("SELECT event_id, count(*) FROM raw_changes GROUP BY event_id").fetchall()
+    landed = query_lake(settings, "SELECT event_id, count(*) FROM raw_changes GROUP BY event_id")
     assert dict(landed) == dict.fromkeys(good, 1)
     assert stores.quarantine.count() == 1

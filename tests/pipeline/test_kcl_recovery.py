@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from analytics import connect, lake_from_settings
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
@@ -40,6 +39,7 @@ from tests.support.kcl import (
     stream_contents,
     ttl_emulator,
 )
+from tests.support.lake import query_lake
 
 pytestmark = pytest.mark.kcl
 
@@ -162,18 +162,18 @@ def expiries_in_stream(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def lake_events(stack: CrashStack) -> Counter[tuple[str, str]]:
     """(event id, sequence number) -> how many times the lake's `changes` view holds it."""
-    with connect(lake_from_settings(stack.consumer.settings)) as con:
-        rows = con.execute("SELECT event_id, sequence_number FROM changes").fetchall()
+    rows = query_lake(stack.consumer.settings, "SELECT event_id, sequence_number FROM changes")
     return Counter((str(event_id), str(sequence)) for event_id, sequence in rows)
 
 
 def final_outcomes(stack: CrashStack) -> dict[str, list[str]]:
     """Source event id -> the final cleanup outcomes the lake's `outcomes` view holds for it."""
     finals = sorted(kind.value for kind in FINAL_CLEANUP_OUTCOMES)
-    with connect(lake_from_settings(stack.consumer.settings)) as con:
-        rows = con.execute(
-            "SELECT source_event_id, kind FROM outcomes WHERE kind IN (SELECT unnest(?))", [finals]
-        ).fetchall()
+    rows = query_lake(
+        stack.consumer.settings,
+        "SELECT source_event_id, kind FROM outcomes WHERE kind IN (SELECT unnest(?))",
+        [finals],
+    )
     found: dict[str, list[str]] = {}
     for source, kind in rows:
         found.setdefault(str(source), []).append(str(kind))

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analytics import connect, lake_from_settings
 from config import Settings, settings_environment
 from devstack import _writes as writes
 from devstack.fake_array import DELETE_USER, FakeArrayServer
@@ -29,6 +28,7 @@ from entitlements.compose import setup_retry_queues
 from pipeline.parking import ParkedWork
 from schema.table import EntitlementStatus
 from tests.support.kcl import aws_client, dynamodb, running_consumer, stream_contents, ttl_emulator
+from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -111,14 +111,14 @@ def test_a_parked_cleanup_batch_replayed_deletes_only_what_had_not_finished_and_
 
 
 def _events_with_a_final_outcome(settings: Settings) -> set[str]:
-    with connect(lake_from_settings(settings)) as con:
-        rows = con.execute(f"SELECT source_event_id FROM outcomes WHERE kind IN {FINALS}").fetchall()
+    rows = query_lake(settings, f"SELECT source_event_id FROM outcomes WHERE kind IN {FINALS}")
     return {str(row[0]) for row in rows}
 
 
 def _final_outcomes(settings: Settings, source_event_id: str) -> list[str]:
-    with connect(lake_from_settings(settings)) as con:
-        rows = con.execute(
-            f"SELECT kind FROM outcomes WHERE source_event_id = ? AND kind IN {FINALS}", [source_event_id]
-        ).fetchall()
+    rows = query_lake(
+        settings,
+        f"SELECT kind FROM outcomes WHERE source_event_id = ? AND kind IN {FINALS}",
+        [source_event_id],
+    )
     return sorted(str(row[0]) for row in rows)

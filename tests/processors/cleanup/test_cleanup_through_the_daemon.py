@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from analytics import lake_from_settings
-from analytics.views import connect
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
 from pipeline.clock import Clock, clock_from_settings
 from schema.table import EntitlementStatus, entitlement_key
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, ttl_emulator
+from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -79,10 +78,12 @@ class CleanupStack:
         return str(item["status"]["S"])
 
     def outcomes(self, account: str) -> list[str]:
-        with connect(lake_from_settings(self.consumer.settings)) as con:
-            rows = con.execute(
-                "SELECT kind FROM outcomes WHERE array_account_id = ? ORDER BY occurred_at", [account]
-            ).fetchall()
+        # A lake the consumer has not committed to yet holds no outcomes yet (query_lake), not an error.
+        rows = query_lake(
+            self.consumer.settings,
+            "SELECT kind FROM outcomes WHERE array_account_id = ? ORDER BY occurred_at",
+            [account],
+        )
         return [str(row[0]) for row in rows]
 
     def wait(self, condition: Callable[[], bool], timeout: float = 120) -> None:
