@@ -9,9 +9,13 @@ import analytics; `entitlements.compose` hands the worker this adapter).
 - `purge` is `analytics.lake.purge_users`: one call per received batch of erasures: one DELETE commit
   per table, then the vacuum and log clean-up that leave no byte naming them. Calls are serialised in
   the process; across processes and hosts, Delta's conflict checks order a purge and any rewrite.
-- `holds` scans the user-id columns (`USER_ID_COLUMNS`) and `pk` of every current data file of the
-  purged tables (`analytics.lake.purge.PURGED_DATASETS`, as their Delta logs name them, the stored audit
-  failures included) with pyarrow.dataset, and answers None when a file cannot be read.
+- `holds` reads every file under each purged table's folder (`analytics.lake.purge.PURGED_DATASETS`,
+  the stored audit failures included): not only the data files the log names, but files a failed commit
+  left, files removed and not yet vacuumed, the log's JSON entries, checkpoints and temporary commit
+  files (`analytics/lake/_traces.py` says how each kind is matched: whole values, never substrings).
+  It answers None when a file cannot be read, never "holds none".
+- `traces` is the same scan, per table: how many files were read and how many hold the user (counts
+  and uuid-named paths only), for a receipt's verifier.
 """
 
 from __future__ import annotations
@@ -19,27 +23,26 @@ from __future__ import annotations
 __all__ = ["AnalyticsLakeEraser"]
 
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
+from datetime import UTC, datetime
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from deltalake.exceptions import DeltaError
 
 from analytics.lake import Lake, purge_users
-from analytics.lake._delta import active_files, open_table, table_schema_names
 from analytics.lake._mask import read_mask, write_mask
-from analytics.lake.purge import PURGED_DATASETS, USER_ID_COLUMNS
+from analytics.lake._traces import TableTraces, scan_table
+from analytics.lake.purge import PURGED_DATASETS
 from analytics.views import connect
-from schema.table import USER_PK_PREFIX
 
 
 class AnalyticsLakeEraser:
-    """A `LakeEraser` for `lake`. Thread-safe."""
+    """A `LakeEraser` for `lake`. Thread-safe. `clock` dates the purge's bound on files of failed
+    commits (`analytics.lake.purge.ORPHAN_AGE`; injectable for tests)."""
 
-    def __init__(self, lake: Lake) -> None:
+    def __init__(self, lake: Lake, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._lake = lake
+        self._clock = clock
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -77,27 +80,22 @@ class AnalyticsLakeEraser:
 
     def purge(self, user_ids: Collection[str]) -> int:
         with self._lock:
-            return purge_users(self._lake, user_ids).total_rows
+            return purge_users(self._lake, user_ids, clock=self._clock).total_rows
 
     def holds(self, user_id: str) -> bool | None:
+        """Whether any file under any purged table holds the user; None when a file cannot be read."""
         try:
-            return any(self._dataset_holds(name, user_id) for name in PURGED_DATASETS)
-        except (OSError, pa.ArrowException, DeltaError):
+            return any(scan_table(self._lake, name, user_id).traces for name in PURGED_DATASETS)
+        except (OSError, pa.ArrowException):
             return None
 
-    def _dataset_holds(self, directory: str, user_id: str) -> bool:
-        table = open_table(self._lake, directory)
-        files = [self._lake.path(f"{directory}/{path}") for path, _ in active_files(table)]
-        if table is None or not files:
-            return False
-        wanted = {**dict.fromkeys(USER_ID_COLUMNS, user_id), "pk": f"{USER_PK_PREFIX}{user_id}"}
-        probe = [c for c in wanted if c in table_schema_names(table)]
-        # Every file is read (its probed columns): a file that cannot be read answers None.
-        for path in files:
-            with self._lake.fs.open_input_file(path) as handle:
-                columns = pq.read_table(handle, columns=probe)
-            for name in probe:
-                values = columns[name].cast(pa.string())
-                if pc.any(pc.equal(values, wanted[name])).as_py():
-                    return True
-        return False
+    def traces(self, user_id: str) -> Mapping[str, TableTraces | None]:
+        """Per purged table, the scan `holds` makes (files read, files holding the user), or None for a
+        table a file of which cannot be read. A table never created reads as 0 files."""
+        found: dict[str, TableTraces | None] = {}
+        for name in PURGED_DATASETS:
+            try:
+                found[name] = scan_table(self._lake, name, user_id)
+            except (OSError, pa.ArrowException):
+                found[name] = None
+        return found

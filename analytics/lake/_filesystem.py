@@ -7,8 +7,9 @@ wrapping the same pyarrow filesystem (`Lake.register`)."""
 
 from __future__ import annotations
 
-__all__ = ["Lake", "lake_from_settings", "open_lake"]
+__all__ = ["Lake", "lake_from_settings", "open_lake", "restrict_tree"]
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from fsspec.implementations.arrow import ArrowFSWrapper
 
 from analytics.lake._errors import LakeMissing
 from config import Settings
-from schema._files import private_dir
+from schema._files import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, private_dir
 
 S3_SCHEME = "s3://"
 
@@ -133,3 +134,27 @@ def lake_from_settings(settings: Settings, *, create: bool = True) -> Lake:
         secret_key=aws.secret_access_key.get_secret_value() if aws.secret_access_key else None,
         create=create,
     )
+
+
+def restrict_tree(lake: Lake, relative: str) -> None:
+    """Locally, narrow every file under `relative` to its owner (0600) and every folder to 0700, the
+    folders between it and the root included. delta-rs creates files with the process's umask (0644
+    commonly), and a table's maintenance (vacuum, checkpoint, log clean-up) writes files no commit's
+    own restriction names; a walk of the whole folder leaves none behind. A file deleted meanwhile (a
+    concurrent vacuum) is skipped. On S3 there are no modes: access is the bucket's policy."""
+    if not lake.is_local:
+        return
+    top = lake.path(relative)
+    for folder, _, names in os.walk(top):
+        _chmod(folder, PRIVATE_DIR_MODE)
+        for name in names:
+            _chmod(os.path.join(folder, name), PRIVATE_FILE_MODE)
+    parent = os.path.dirname(top)
+    while parent.startswith(f"{lake.base}/"):
+        _chmod(parent, PRIVATE_DIR_MODE)
+        parent = os.path.dirname(parent)
+
+
+def _chmod(path: str, mode: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, mode)

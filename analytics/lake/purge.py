@@ -13,23 +13,51 @@ later of the two commits when it removes a file the other removed, so a compacti
 purge cannot commit a file holding the purged rows; the DELETE is then re-planned and retried. A
 snapshot never folds a masked user, so one running beside the purge writes none of their rows back.
 
+Files no version references: a commit that fails after writing its data files (a failing log write, a
+process killed mid-commit, a compaction refused by the purge's own DELETE) leaves Parquet files that
+the log never names and that delta-rs's lite vacuum never deletes; a commit's temporary log file
+(`_delta_log/_commit_*.tmp`) can stay the same way. After the clean-up, each table's folder is listed
+and every such file older than `ORPHAN_AGE` is deleted, whatever it holds. The age bound is what keeps
+a commit in flight safe: its data files are referenced by no version until its log entry lands, so
+only a file older than any commit can take is known to belong to a commit that will never land.
+Every commit here is one call that writes its files and publishes them within seconds to a few
+minutes (a landing flush of `flush_rows` rows, a partition's compaction or deduplication, a
+snapshot); `ORPHAN_AGE` is 15 minutes, several times the longest, and a quarter of an erasure
+request's life (3,300 s), so the redeliveries of the same ERASE still find and delete a file a commit
+failed to publish just before it. Until then `holds` (which reads every file under each table,
+referenced or not) answers that the user is held, so no erasure is acknowledged over such a file.
+
+Locally every file under each purged table ends 0600 and every folder 0700 (`restrict_tree`): delta-rs
+writes with the umask, and the clean-up's checkpoint and log entries are named by no commit's own
+restriction.
+
 Views hide erased users before their rows are purged (the mask). A consumer replaying the stream after a
 purge can land the user's events again: the landing filter keeps an erased user's events out.
 """
 
 from __future__ import annotations
 
-__all__ = ["AUDIT_FAILURES", "PURGED_DATASETS", "USER_ID_COLUMNS", "PurgeCounts", "purge_users"]
+__all__ = [
+    "AUDIT_FAILURES",
+    "ORPHAN_AGE",
+    "PURGED_DATASETS",
+    "USER_ID_COLUMNS",
+    "PurgeCounts",
+    "purge_users",
+    "remove_orphans",
+]
 
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from analytics.lake._delta import delete_rows, expunge, open_table, table_schema_names
+from analytics.lake._delta import active_files, delete_rows, expunge, open_table, table_schema_names
 from analytics.lake._duck import literal
 from analytics.lake._files import AS_OF_DIR
-from analytics.lake._filesystem import Lake
+from analytics.lake._filesystem import Lake, restrict_tree
 from analytics.lake._schema import AUDIT_FAILURES, CHANGES, OUTCOMES, STATE_DIR
+from analytics.lake._traces import LOG_DIR, table_files
 from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -37,6 +65,8 @@ logger = logging.getLogger(__name__)
 PURGED_DATASETS: tuple[str, ...] = (CHANGES, OUTCOMES, STATE_DIR, AS_OF_DIR, AUDIT_FAILURES)
 # The columns naming a user: a row belongs to every user one of them names (and to the user of its `pk`).
 USER_ID_COLUMNS: tuple[str, ...] = ("user_id", "other_user_id")
+# A file referenced by no version and older than this belongs to a commit that failed (module docstring).
+ORPHAN_AGE = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -45,6 +75,8 @@ class PurgeCounts:
 
     rows: Mapping[str, int]
     files_rewritten: Mapping[str, int]
+    # Files of failed commits deleted (referenced by no version, older than ORPHAN_AGE), per table.
+    orphans_removed: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def total_rows(self) -> int:
@@ -59,14 +91,21 @@ def _predicate(columns: set[str], ids: list[str]) -> str | None:
     return " OR ".join(clauses) or None
 
 
-def purge_users(lake: Lake, user_ids: Iterable[str]) -> PurgeCounts:
-    """Delete every row of `user_ids` from every table and erase them from the tables' logs and removed
-    files (see the module's docstring)."""
+def purge_users(
+    lake: Lake,
+    user_ids: Iterable[str],
+    *,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> PurgeCounts:
+    """Delete every row of `user_ids` from every table, erase them from the tables' logs and removed
+    files, and delete the files failed commits left (see the module's docstring). `clock` dates the
+    orphan bound (injectable for tests)."""
     ids = sorted(set(user_ids))
     rows: dict[str, int] = dict.fromkeys(PURGED_DATASETS, 0)
     files: dict[str, int] = dict.fromkeys(PURGED_DATASETS, 0)
+    orphans: dict[str, int] = dict.fromkeys(PURGED_DATASETS, 0)
     if not ids:
-        return PurgeCounts(rows, files)
+        return PurgeCounts(rows, files, orphans)
     for name in PURGED_DATASETS:
         table = open_table(lake, name)
         if table is None:
@@ -76,5 +115,51 @@ def purge_users(lake: Lake, user_ids: Iterable[str]) -> PurgeCounts:
             continue
         rows[name], files[name] = delete_rows(lake, name, predicate)
         expunge(lake, name)
-    logger.info("purge done", extra={"rows": sum(rows.values()), "files": sum(files.values())})
-    return PurgeCounts(rows, files)
+        orphans[name] = remove_orphans(lake, name, older_than=clock() - ORPHAN_AGE)
+        restrict_tree(lake, name)
+    logger.info(
+        "purge done",
+        extra={
+            "rows": sum(rows.values()),
+            "files": sum(files.values()),
+            "orphans": sum(orphans.values()),
+        },
+    )
+    return PurgeCounts(rows, files, orphans)
+
+
+def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
+    """Delete the files under table `name` that its latest version does not reference and that were
+    last written before `older_than`: data files of failed commits (and files the log removed that a
+    vacuum has not), and commits' temporary log files. Returns how many were deleted.
+
+    The folder is listed before the table is loaded, so a file committed between the two is seen as
+    referenced; one committed after the load was written by a commit older than the bound, which no
+    commit here takes (module docstring)."""
+    listed = table_files(lake, name)
+    table = open_table(lake, name)
+    if table is None:
+        return 0
+    referenced = {lake.path(f"{name}/{path}") for path, _ in active_files(table)}
+    cutoff = int(older_than.timestamp() * 1_000_000_000)
+    log_prefix = lake.path(f"{name}/{LOG_DIR}/")
+    removed = 0
+    for info in listed:
+        path = str(info.path)
+        if path in referenced or info.mtime_ns is None or info.mtime_ns >= cutoff:
+            continue
+        if path.startswith(log_prefix):
+            # The log's own entries, checkpoints and `_last_checkpoint` are the table; only a commit's
+            # temporary file (`_commit_<uuid>.json.tmp`) is left over by a failed commit.
+            if not info.base_name.endswith(".tmp"):
+                continue
+        elif not info.base_name.endswith(".parquet"):
+            continue
+        try:
+            lake.fs.delete_file(path)
+        except FileNotFoundError:
+            continue  # a concurrent vacuum or purge deleted it first
+        removed += 1
+    if removed:
+        logger.info("orphan files removed", extra={"files": removed})
+    return removed
