@@ -4,6 +4,8 @@ path and the command that fills it, never an empty answer.
 
     TerminalError
       LakeMissing   no lake at the path, or its tables hold no data yet
+      TableLogMissing  a Delta table's data files are there but its `_delta_log` is not (refused, not
+                    taken for the old format: a migration would publish an empty table over them)
       LakeUnreachable  the lake's storage did not answer (an S3 endpoint down, a bucket refused)
       NoDataAsOf    an `--as-of` instant before the lake's first change
       QueryRefused  a query over the views that is not one read (`entitlements sql` is read-only)
@@ -14,7 +16,15 @@ Messages name the lake's root (a path or `s3://bucket/prefix`) and an instant, n
 
 from __future__ import annotations
 
-__all__ = ["FILL_COMMANDS", "LakeMissing", "LakeUnreachable", "NoDataAsOf", "QueryFailed", "QueryRefused"]
+__all__ = [
+    "FILL_COMMANDS",
+    "LakeMissing",
+    "LakeUnreachable",
+    "NoDataAsOf",
+    "QueryFailed",
+    "QueryRefused",
+    "TableLogMissing",
+]
 
 from datetime import datetime
 
@@ -56,6 +66,19 @@ class NoDataAsOf(TerminalError):
         super().__init__(
             f"no data in the lake at {root} as of {_instant(as_of)}{since}: "
             f"give a later --as-of, or {FILL_COMMANDS}"
+        )
+
+
+class TableLogMissing(TerminalError):
+    """Tables of the lake hold Delta data files (`part-*`) but no `_delta_log` commit: the log was lost.
+    Nothing can tell which of the files were live, so nothing is done; the message names the tables."""
+
+    def __init__(self, root: str, tables: list[str]) -> None:
+        self.root = root
+        self.tables = tables
+        super().__init__(
+            f"the lake at {root} has Delta data files but no _delta_log in {', '.join(tables)}: "
+            "restore each _delta_log folder from a backup (nothing was changed)"
         )
 
 

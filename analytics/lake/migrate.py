@@ -8,6 +8,9 @@ only deletes the files; one that died before it appends them again from the star
 partition was published). Replays that the old files held twice are migrated once (a partition's rows
 are deduplicated on the event's identity before its commit).
 
+A table holding Delta data files but no `_delta_log` commit is not the old format but a Delta table
+whose log was lost: `migrate` refuses the lake (`TableLogMissing`) before touching anything.
+
 Old as-of states (`snapshots/as_of/<instant>.parquet`) become states of the `snapshots/as_of` table.
 The old snapshot (state files and manifests) is deleted and rebuilt from the migrated `changes`; then the
 anchors and the lock file go. Every step is idempotent: run it again until it reports nothing left.
@@ -28,10 +31,12 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from analytics.lake._delta import LOG_DIR, append
+from analytics.lake._errors import TableLogMissing
 from analytics.lake._files import AS_OF_DIR, TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import conform, read_table
 from analytics.lake._schema import (
+    AUDIT_FAILURES,
     CHANGE_IDENTITY,
     CHANGES,
     OUTCOMES,
@@ -116,8 +121,10 @@ def _first_per_identity(table: pa.Table, name: str) -> pa.Table:
     view dedupes only rows of files whose ranges overlap)."""
     identity = list(CHANGE_IDENTITY) if name == CHANGES else ["outcome_id", "kind"]
     numbered = table.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
-    first = numbered.group_by(identity, use_threads=False).aggregate([("_row", "min")])
-    return table.take(pc.sort_indices(first["_row_min"]))
+    first = numbered.group_by(identity, use_threads=False).aggregate([("_row", "min")])["_row_min"]
+    # The aggregate's values are the row numbers to keep (sorted, so the old files' order is kept);
+    # its own positions are group numbers, not rows.
+    return table.take(pc.take(first, pc.sort_indices(first)))
 
 
 def _migrate_partitioned(
@@ -200,8 +207,36 @@ def _leftovers(lake: Lake) -> list[str]:
     return sorted(found)
 
 
+def _tables_without_log(lake: Lake) -> list[str]:
+    """The lake's tables that hold Delta data files (`part-*`) but not one commit in `_delta_log`."""
+    lost = []
+    for name in (*TABLES, AUDIT_FAILURES):
+        selector = pafs.FileSelector(lake.path(name), recursive=True, allow_not_found=True)
+        infos = [i for i in lake.fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        logged = any(
+            f"/{LOG_DIR}/" in f"/{lake.relative(i.path)}" and i.base_name.endswith((".json", ".parquet"))
+            for i in infos
+        )
+        data = any(
+            f"/{LOG_DIR}/" not in f"/{lake.relative(i.path)}"
+            and i.base_name.startswith("part-")
+            and i.base_name.endswith(".parquet")
+            for i in infos
+        )
+        if data and not logged:
+            lost.append(name)
+    return lost
+
+
 def migrate(lake: Lake, *, allow_list: AllowList | None = None) -> MigrationResult:
-    """Convert an old-format lake in place (see the module's docstring); safe to run again."""
+    """Convert an old-format lake in place (see the module's docstring); safe to run again.
+
+    Raises `TableLogMissing`, touching nothing, when a table holds Delta data files but no log: that
+    is a Delta table whose log was lost, not the old format (migrating it would publish an empty table
+    over its files)."""
+    lost = _tables_without_log(lake)
+    if lost:
+        raise TableLogMissing(lake.uri, lost)
     allow = allow_list or default_allow_list()
     result = MigrationResult()
     leftovers = _leftovers(lake)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 from collections.abc import Sequence
 
 import pyarrow.parquet as pq
@@ -20,14 +21,21 @@ from schema.outcomes import OutcomeEvent
 def _write(root: str, relative: str, table: object) -> None:
     path = os.path.join(root, relative)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(table, path, compression="zstd")  # type: ignore[arg-type]
+    pq.write_table(table, path, compression="zstd")
 
 
 def write_old_lake(
-    root: str, events: Sequence[StreamEvent], outcomes: Sequence[OutcomeEvent], *, flush_rows: int = 9
+    root: str,
+    events: Sequence[StreamEvent],
+    outcomes: Sequence[OutcomeEvent],
+    *,
+    flush_rows: int = 9,
+    shuffle_seed: int | None = None,
 ) -> int:
     """Land `events` (twice: a replay with other batch boundaries over the first half) and `outcomes`
-    as the old landing named its files; returns the change rows the lake holds."""
+    as the old landing named its files; returns the change rows the lake holds. With `shuffle_seed`,
+    each file's rows are out of stream order (the seed picks the order)."""
+    shuffler = random.Random(shuffle_seed) if shuffle_seed is not None else None
     allow = default_allow_list()
     rows = 0
     batches = [events[i : i + flush_rows] for i in range(0, len(events), flush_rows)]
@@ -41,9 +49,12 @@ def write_old_lake(
             keys = part.table["sequence_key"].to_pylist()
             shard = part.table["shard_id"][0].as_py()
             name = f"{hashlib.sha256(shard.encode()).hexdigest()[:8]}_{shard}_{keys[0]}_{keys[-1]}.parquet"
-            _write(
-                root, f"changes/event_date={part.day.isoformat()}/{name}", part.table
-            )  # same range: same name
+            data = part.table
+            if shuffler is not None:
+                order = list(range(data.num_rows))
+                shuffler.shuffle(order)
+                data = data.take(order)
+            _write(root, f"changes/event_date={part.day.isoformat()}/{name}", data)  # same range: same name
     outcome_buffer = OutcomeBuffer()
     for outcome in outcomes:
         outcome_buffer.append(outcome)
