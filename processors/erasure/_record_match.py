@@ -5,24 +5,33 @@ A record that decodes (`pipeline.decode.decode_record`) belongs to the user its 
 that does not decode, whatever the decoder raised (`DecodeError`, `RecursionError`, `MemoryError`, ...),
 or whose event names no user, cannot be ruled out by a typed reading, so it is matched on its content
 against the erased keys: each user id, its partition key `USER#<id>`, and the Array account ids the
-erasure found in the user's rows with the keys built from them. It belongs when its bytes, or their
-JSON-unescaped text, contain one of them.
+erasure found in the user's rows with the keys built from them. Matching is precise, so that a short key
+(`1`, `a`) never takes another user's record with it:
 
-The unescaped text comes from a linear scan that replaces JSON escapes (`\\uXXXX`, surrogate pairs,
-`\\n`, ...) wherever they stand: no parse, so no nesting limit applies, and text outside a string (in a
-record that is not JSON) is read too. The scan is repeated while it changes the text (JSON written inside
-a JSON string), up to `UNESCAPE_ROUNDS` times; a text that still changes after that cannot be ruled out
-and matches. A key is matched as a substring, so an id inside a longer one matches too: over-matching is
-the safe side for an erasure, and the only one a record that cannot be read allows.
+- **Bytes that parse as JSON** are matched on whole values: a string equal to a key, or a number equal to
+  a key read as a JSON number (`1` for the key `"1"`), never a substring. A string that is itself JSON
+  text (JSON written inside a JSON string) is parsed and walked in turn, up to `UNESCAPE_ROUNDS` deep; a
+  string that is not, but holds a bracket or a quote (a piece of broken JSON), is read as text below.
+  The values of the stream's own envelope fields (`eventID`, `SequenceNumber`, `SizeBytes`, ...) are
+  written by DynamoDB Streams, never hold an id, and are skipped.
+- **Bytes that do not parse as JSON** (or whose parse needs more nesting than Python's recursion allows)
+  are matched on the key bounded at both ends by characters that cannot be part of an id (anything but
+  `A-Z a-z 0-9 . _ : -`, the service's user-id alphabet, so `#`, quotes, spaces and the ends of the
+  text bound a key; `12` and `user-1x` do not hold `1`). The text is read as is and JSON-unescaped (a
+  linear scan that replaces `\\uXXXX`, surrogate pairs, `\\n`, ... wherever they stand), repeated while
+  the scan changes it, up to `UNESCAPE_ROUNDS` times; a text that still changes after that cannot be
+  ruled out and matches.
 """
 
 from __future__ import annotations
 
 __all__ = ["UNESCAPE_ROUNDS", "ErasedKeys", "json_unescaped"]
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from pipeline.decode import decode_record
 from schema.table import ENTITLEMENT_SK_PREFIX, GSI1_PK_PREFIX, STALE_SK_PREFIX, user_pk
@@ -34,6 +43,27 @@ _ESCAPE = re.compile(
     r"|\\u([0-9a-fA-F]{4})"
     r'|\\(["\\/bfnrt])'
 )
+# The service's user-id alphabet (service.app.USER_ID_PATTERN) and Array's ids: a key is bounded by
+# anything else, so a match never sits inside a longer id.
+_ID_CHARACTERS = "A-Za-z0-9._:-"
+# Written by DynamoDB Streams itself, never holding an id: a short key must not match a size or a version.
+_ENVELOPE_FIELDS = frozenset(
+    {
+        "eventID",
+        "eventName",
+        "eventVersion",
+        "eventSource",
+        "awsRegion",
+        "ApproximateCreationDateTime",
+        "SequenceNumber",
+        "SizeBytes",
+        "StreamViewType",
+        "userIdentity",
+    }
+)
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_BROKEN_JSON_HINT = re.compile(r'[{}\[\]"]')
+_NOT_JSON = object()
 _SHORT = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -51,13 +81,38 @@ def json_unescaped(text: str) -> str:
     return _ESCAPE.sub(_unescape, text) if "\\" in text else text
 
 
+def _number(text: str) -> Decimal:
+    return Decimal(text)
+
+
+def _parsed(raw: bytes) -> object:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_JSON
+    return _parsed_text(text)
+
+
+def _parsed_text(text: str) -> object:
+    """The JSON value of `text`, numbers as Decimal (so `1` and `1.0` are one number), or `_NOT_JSON`."""
+    try:
+        return json.loads(text, parse_float=Decimal, parse_int=Decimal, parse_constant=_constant)
+    except (ValueError, RecursionError, InvalidOperation):
+        return _NOT_JSON
+
+
+def _constant(_name: str) -> object:
+    raise ValueError("NaN and Infinity are not JSON")
+
+
 @dataclass(frozen=True, slots=True)
 class ErasedKeys:
     """The users being erased, and every key a record of theirs can be recognised by."""
 
     user_ids: frozenset[str]
     texts: tuple[str, ...]
-    raw_needles: tuple[bytes, ...]
+    numbers: frozenset[Decimal]
+    bounded: re.Pattern[str] | None
 
     @classmethod
     def of(cls, user_ids: Iterable[str], array_account_ids: Iterable[str] = ()) -> ErasedKeys:
@@ -73,21 +128,69 @@ class ErasedKeys:
                 account,
             ]
         unique = tuple(dict.fromkeys(texts))
-        return cls(ids, unique, tuple(text.encode("utf-8", "surrogatepass") for text in unique))
+        numbers = frozenset(_number(text) for text in unique if _JSON_NUMBER.fullmatch(text))
+        bounded = (
+            re.compile(
+                f"(?<![{_ID_CHARACTERS}])(?:"
+                + "|".join(re.escape(text) for text in sorted(unique, key=len, reverse=True))
+                + f")(?![{_ID_CHARACTERS}])"
+            )
+            if unique
+            else None
+        )
+        return cls(ids, unique, numbers, bounded)
 
     def __bool__(self) -> bool:
         return bool(self.user_ids)
 
     def named_in(self, raw: bytes) -> bool:
-        """Whether the bytes, or their JSON-unescaped text, contain one of the keys."""
-        if any(needle in raw for needle in self.raw_needles):
+        """Whether the bytes name one of the keys: on whole JSON values when they parse as JSON, else
+        bounded in their text and its JSON-unescaped forms (module docstring)."""
+        if not self:
+            return False
+        value = _parsed(raw)
+        if value is _NOT_JSON:
+            return self._bounded_in(raw.decode("utf-8", "surrogateescape"))
+        return self._in_value(value, UNESCAPE_ROUNDS)
+
+    def _in_value(self, value: object, rounds: int) -> bool:
+        """Whether a parsed JSON value holds a key as a whole value (walked without recursion)."""
+        pending = [value]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, dict):
+                pending.extend(v for k, v in current.items() if k not in _ENVELOPE_FIELDS)
+            elif isinstance(current, list):
+                pending.extend(current)
+            elif isinstance(current, Decimal):
+                if current in self.numbers:
+                    return True
+            elif isinstance(current, str) and (current in self.texts or self._in_string(current, rounds)):
+                return True
+        return False
+
+    def _in_string(self, text: str, rounds: int) -> bool:
+        """A string value that is JSON text itself is walked; one that is a piece of broken JSON is read
+        as text; any other string is a whole value that equals no key."""
+        if _BROKEN_JSON_HINT.search(text) is None:
+            return False
+        if rounds <= 0:
+            return True  # JSON nested deeper than we read: cannot be ruled out
+        inner = _parsed_text(text)
+        if inner is _NOT_JSON:
+            return self._bounded_in(text)
+        return self._in_value(inner, rounds - 1)
+
+    def _bounded_in(self, text: str) -> bool:
+        """Whether the text, or one of its JSON-unescaped forms, holds a key bounded at both ends."""
+        assert self.bounded is not None
+        if self.bounded.search(text):
             return True
-        text = raw.decode("utf-8", "surrogateescape")
         for _ in range(UNESCAPE_ROUNDS):
             unescaped = json_unescaped(text)
             if unescaped == text:
                 return False
-            if any(key in unescaped for key in self.texts):
+            if self.bounded.search(unescaped):
                 return True
             text = unescaped
         return json_unescaped(text) != text  # still changing: cannot be ruled out

@@ -19,7 +19,7 @@ from processors.erasure import ConsumerStores
 from processors.erasure._consumer_stores import LEFTOVER_AGE_SECONDS
 from processors.erasure._errors import ErasureStateError
 from schema.errors import RetryableError
-from tests.processors.erasure.test_record_match import ARN, GONE, KEPT, escaped, record
+from tests.processors.erasure.test_record_match import ARN, GONE, KEPT, escaped, record, undecodable
 
 SHARD = "shardId-00000001700000000000-stores"
 
@@ -138,3 +138,18 @@ def test_a_temporary_file_of_a_write_in_progress_is_left_to_its_writer(
     (folder / ".1.json.now.tmp").write_bytes(b'{"raw_base64": "' + base64.b64encode(record(GONE)))
     assert stores.erase([GONE]).leftover_files_removed == 0
     assert (folder / ".1.json.now.tmp").exists()
+
+
+def test_an_erasure_of_user_1_who_holds_nothing_removes_no_other_users_record(
+    root: Path, stores: ConsumerStores
+) -> None:
+    others = ["11", "21", "user-1", "1a", "a1"]
+    for number, other in enumerate(others, start=1):
+        _quarantine(root, undecodable(other, sequence_number=str(number)), str(number))
+        truncated = record(other, sequence_number=str(10 + number))[:-40]  # bytes that are not JSON
+        _dead_letter(root, truncated, str(10 + number))
+    assert not stores.holds("1")
+    erased = stores.erase(["1"])
+    assert (erased.quarantined_removed, erased.dead_letters_removed) == (0, 0)
+    assert len(list(Quarantine(root / "quarantine"))) == len(others)
+    assert len(list(DeadLetters(root / "dead-letter"))) == len(others)

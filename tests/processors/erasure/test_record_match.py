@@ -91,3 +91,41 @@ def test_invalid_utf8_and_a_lone_surrogate_escape_are_read_not_refused() -> None
     raw = b'\xff\xfe{"pk": "\\ud800USER#' + GONE.encode() + b'"'
     assert ErasedKeys.of([GONE]).named_in(raw)
     assert not ErasedKeys.of([KEPT]).named_in(raw)
+
+
+def undecodable(user_id: str, **fields: str) -> bytes:
+    """A record of `user_id` the decoder refuses (an event name it does not know), still valid JSON."""
+    return record(user_id, **fields).replace(b'"INSERT"', b'"UPSERT"')
+
+
+@pytest.mark.parametrize("short", ["1", "a", "S", "100"])
+def test_a_short_key_matches_no_other_users_undecodable_record(short: str) -> None:
+    keys = ErasedKeys.of([short])
+    others = [
+        undecodable("1x", event_id="1", sequence_number="1"),
+        undecodable("12", array_account="a-1"),
+        undecodable("user-1"),
+        undecodable("a.b"),
+    ]
+    assert [raw for raw in others if keys.record_belongs(raw, **WHERE)] == []
+
+
+def test_an_undecodable_json_record_is_matched_on_a_string_value_equal_to_the_key() -> None:
+    raw = undecodable("1")
+    assert ErasedKeys.of(["1"]).record_belongs(raw, **WHERE)
+    assert not ErasedKeys.of(["USER"]).record_belongs(raw, **WHERE)
+
+
+def test_an_undecodable_json_record_is_matched_on_the_key_as_a_json_number() -> None:
+    assert ErasedKeys.of(["42"]).named_in(b'{"userId": 42.0, "broken": true}')
+    assert not ErasedKeys.of(["42"]).named_in(b'{"userId": 420, "broken": true}')
+
+
+def test_bytes_that_are_not_json_match_the_key_only_where_no_id_character_borders_it() -> None:
+    keys = ErasedKeys.of(["1"])
+    assert keys.named_in(b'{"pk": {"S": "USER#1"}, "trunc')
+    assert keys.named_in(b"\xff userId=1;")
+    assert not keys.named_in(
+        b'{"pk": {"S": "USER#12"}, "sk": "ENTITLEMENT#arr-1", "SequenceNumber": "1001", "tr'
+    )
+    assert not keys.named_in(b"\xff user-1x 1.5 a:1")
