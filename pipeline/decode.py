@@ -24,8 +24,14 @@ cancellation/stale INSERT                       CleanupScheduled
 cancellation/stale MODIFY                       CleanupUpdated
 cancellation/stale REMOVE by the TTL identity   CleanupExpired (ttl_deletion=True)
 cancellation/stale REMOVE otherwise             CleanupCancelled
+guard/idempotency  any                          UnknownItemChanged, its item_kind and images typed
 anything else                                   UnknownItemChanged
 =================  ===========================  ============================================================
+
+The guard (`#GUARD`) and idempotency (`IDEMPOTENCY#<digest>`) items are the service's own bookkeeping
+(docs/table.md): they carry no entitlement or cleanup meaning, so nothing acts on them, yet they are
+known: their events name their kind (`guard`, `idempotency`, never `unknown`) and their images are typed
+(`GuardItem`, `IdempotencyRecord`). A TTL removal of an idempotency record is not a cleanup's.
 
 The kind is read from the sort key in ``Keys`` (`schema.table.item_kind`). "Anything else" includes an
 unknown sort key and a known key whose image does not fit its item class (what `parse_item` returns as
@@ -294,7 +300,13 @@ def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...
     )
 
 
-_ITEM_CLASS: Final[dict[ItemKind, Any]] = {kind: item_class(kind) for kind in ItemKind}
+# The kinds whose changes have a business meaning (`_classify`); the service's own items (guard,
+# idempotency) are typed by `parse_item` but classified as changes of no entitlement or cleanup.
+_ITEM_CLASS: Final[dict[ItemKind, Any]] = {
+    kind: cls
+    for kind in ItemKind
+    if (cls := item_class(kind)) is not None and cls in (EntitlementRow, CleanupRecord)
+}
 _COMPLETE: Final[tuple[tuple[Any, ...], ...]] = tuple(
     _complete(cls) for cls in (EntitlementRow, CleanupRecord)
 )

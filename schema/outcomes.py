@@ -56,6 +56,10 @@ class OutcomeKind(StrEnum):
     # The service had Array create an account for a signup or a second signup, before writing the row
     # naming it (analytics/sql/audits/array_account_without_row.sql finds one that no row names).
     ARRAY_ACCOUNT_CREATED = "array.account_created"
+    # A signup or second signup that lost the user's guard to a concurrent request (answered 409
+    # concurrent_request): the account Array created for it is scheduled on its stale key (detail
+    # `<by>:scheduled_stale`), or was the account the user holds (`<by>:account_held`).
+    SIGNUP_RACE_LOST = "signup.race_lost"
 
 
 # The final outcomes of an expired cleanup, the one to keep first: of two recorded for one expiry (a crash

@@ -14,6 +14,8 @@ __all__ = [
     "ENTITLEMENT_SK_PREFIX",
     "GSI1_NAME",
     "GSI1_PK_PREFIX",
+    "GUARD_SK",
+    "IDEMPOTENCY_SK_PREFIX",
     "ITEM_FIELDS",
     "STALE_SK_PREFIX",
     "USER_PK_PREFIX",
@@ -21,12 +23,16 @@ __all__ = [
     "CleanupRecord",
     "EntitlementRow",
     "EntitlementStatus",
+    "GuardItem",
+    "IdempotencyRecord",
     "Item",
     "ItemKind",
     "UnknownItem",
     "cancellation_key",
     "entitlement_key",
     "gsi1_key",
+    "guard_key",
+    "idempotency_key",
     "item_class",
     "item_kind",
     "parse_item",
@@ -47,6 +53,11 @@ USER_PK_PREFIX = "USER#"
 ENTITLEMENT_SK_PREFIX = "ENTITLEMENT#"
 CANCELLATION_SK = "CLEANUP#CANCELLATION"
 STALE_SK_PREFIX = "CLEANUP#STALE#"
+# The per-user guard: "#" sorts before every other sort key, so a Query of the partition reads it first
+# (a transaction committing during the read then changes the version read, and any write conditioned on
+# it is refused rather than acting on rows newer than the version).
+GUARD_SK = "#GUARD"
+IDEMPOTENCY_SK_PREFIX = "IDEMPOTENCY#"
 GSI1_NAME = "GSI1"
 GSI1_PK_PREFIX = "ARRAY#"
 GSI1_SK_VALUE = "ENTITLEMENT"
@@ -69,6 +80,8 @@ class ItemKind(StrEnum):
     ENTITLEMENT = "entitlement"
     CANCELLATION = "cancellation"
     STALE = "stale"
+    GUARD = "guard"  # the user's write guard (a version every write path checks and bumps)
+    IDEMPOTENCY = "idempotency"  # the first answer to a request sent with an Idempotency-Key
     UNKNOWN = "unknown"
 
 
@@ -77,6 +90,8 @@ class ItemKind(StrEnum):
 _ENTITLEMENT_KIND = ItemKind.ENTITLEMENT
 _CANCELLATION_KIND = ItemKind.CANCELLATION
 _STALE_KIND = ItemKind.STALE
+_GUARD_KIND = ItemKind.GUARD
+_IDEMPOTENCY_KIND = ItemKind.IDEMPOTENCY
 _UNKNOWN_KIND = ItemKind.UNKNOWN
 
 
@@ -103,6 +118,16 @@ def stale_key(user_id: str, array_account_id: str) -> dict[str, str]:
     return {PK: user_pk(user_id), SK: f"{STALE_SK_PREFIX}{array_account_id}"}
 
 
+def guard_key(user_id: str) -> dict[str, str]:
+    """One per user: every write path of the service checks and bumps its version in its transaction."""
+    return {PK: user_pk(user_id), SK: GUARD_SK}
+
+
+def idempotency_key(user_id: str, key_digest: str) -> dict[str, str]:
+    """In the user's partition (so an erasure of the user takes it), on the digest of the client's key."""
+    return {PK: user_pk(user_id), SK: f"{IDEMPOTENCY_SK_PREFIX}{key_digest}"}
+
+
 def gsi1_key(array_account_id: str) -> dict[str, str]:
     return {"gsi1pk": f"{GSI1_PK_PREFIX}{array_account_id}", "gsi1sk": GSI1_SK_VALUE}
 
@@ -117,6 +142,10 @@ def item_kind(sort_key: object) -> ItemKind:
         return _CANCELLATION_KIND
     if sort_key.startswith(STALE_SK_PREFIX):
         return _STALE_KIND
+    if sort_key == GUARD_SK:
+        return _GUARD_KIND
+    if sort_key.startswith(IDEMPOTENCY_SK_PREFIX):
+        return _IDEMPOTENCY_KIND
     return _UNKNOWN_KIND
 
 
@@ -202,6 +231,37 @@ class CleanupRecord(_Attributes, Struct, frozen=True, gc=False):
         return self.ttl
 
 
+class GuardItem(_Attributes, Struct, frozen=True, gc=False):
+    """The user's write guard: `version` counts the writes that changed which row is Active or what is
+    scheduled; each write path's transaction requires the version it read and writes the next one, so of
+    two racing requests one commits and the other is refused (docs/table.md#the-users-guard)."""
+
+    pk: str
+    sk: str
+    userId: str
+    version: int
+    updatedAt: str | None = None
+    kind: Literal[ItemKind.GUARD] = ItemKind.GUARD
+    extra: dict[str, Any] = {}
+
+
+class IdempotencyRecord(_Attributes, Struct, frozen=True, gc=False):
+    """The first answer to a request sent with an `Idempotency-Key`: the route and body digest it was
+    for, its HTTP status and JSON body, kept until `ttl` (DynamoDB's TTL removes it: that removal is not a
+    cleanup's and triggers nothing)."""
+
+    pk: str
+    sk: str
+    userId: str
+    requestDigest: str
+    responseStatus: int
+    responseBody: str
+    ttl: int | Decimal | str | None = None
+    createdAt: str | None = None
+    kind: Literal[ItemKind.IDEMPOTENCY] = ItemKind.IDEMPOTENCY
+    extra: dict[str, Any] = {}
+
+
 class UnknownItem(_Attributes, Struct, frozen=True, kw_only=True, gc=False):
     """Anything the contract does not describe, kept whole."""
 
@@ -211,7 +271,7 @@ class UnknownItem(_Attributes, Struct, frozen=True, kw_only=True, gc=False):
     extra: dict[str, Any] = {}
 
 
-Item = EntitlementRow | CleanupRecord | UnknownItem
+Item = EntitlementRow | CleanupRecord | GuardItem | IdempotencyRecord | UnknownItem
 
 
 def _accepted(annotation: Any) -> tuple[tuple[type, ...], bool]:
@@ -231,12 +291,15 @@ ITEM_FIELDS: dict[type[Item], dict[str, tuple[tuple[type, ...], bool]]] = {
         for field in msgspec.structs.fields(cls)
         if field.name not in ("kind", "extra")
     }
-    for cls in (EntitlementRow, CleanupRecord, UnknownItem)
+    for cls in (EntitlementRow, CleanupRecord, GuardItem, IdempotencyRecord, UnknownItem)
 }
 _TEXT = frozenset([str])
 
 
-def _spec(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...]:
+_TypedItem = EntitlementRow | CleanupRecord | GuardItem | IdempotencyRecord
+
+
+def _spec(cls: type[_TypedItem]) -> tuple[Any, ...]:
     """What `parse_item` reads of an item class: its fields, the required ones, the ones that take text,
     and whether its `kind` must be given (no default)."""
     fields = ITEM_FIELDS[cls]
@@ -255,11 +318,13 @@ _SPECS: dict[ItemKind, tuple[Any, ...]] = {
     ItemKind.ENTITLEMENT: _spec(EntitlementRow),
     ItemKind.CANCELLATION: _spec(CleanupRecord),
     ItemKind.STALE: _spec(CleanupRecord),
+    ItemKind.GUARD: _spec(GuardItem),
+    ItemKind.IDEMPOTENCY: _spec(IdempotencyRecord),
 }
 _ATTRIBUTE_FIELDS: dict[type[Any], tuple[str, ...]] = {cls: tuple(f) for cls, f in ITEM_FIELDS.items()}
 
 
-def item_class(kind: ItemKind) -> type[EntitlementRow] | type[CleanupRecord] | None:
+def item_class(kind: ItemKind) -> type[_TypedItem] | None:
     """The item class an image of this kind (read from its own sort key) is typed as, if any."""
     spec = _SPECS.get(kind)
     return None if spec is None else spec[0]

@@ -19,6 +19,8 @@ __all__ = [
     "cancellation_record",
     "cancellation_transaction",
     "entitlement_row",
+    "guard_update",
+    "lost_race_schedule",
     "low_level",
     "new_row_put",
     "reactivation_transaction",
@@ -26,6 +28,7 @@ __all__ = [
     "save_if_active_request",
     "second_signup_transaction",
     "set_status",
+    "signup_transaction",
     "stale_record",
     "ttl_after",
 ]
@@ -33,7 +36,14 @@ __all__ = [
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schema.table import EntitlementStatus, cancellation_key, entitlement_key, gsi1_key, stale_key
+from schema.table import (
+    EntitlementStatus,
+    cancellation_key,
+    entitlement_key,
+    gsi1_key,
+    guard_key,
+    stale_key,
+)
 
 AttributeValue = dict[str, Any]
 LowLevelItem = dict[str, AttributeValue]
@@ -119,6 +129,71 @@ def stale_record(
     return _cleanup_record(stale_key(user_id, old_array_account_id), user_id, old_array_account_id, ttl, now)
 
 
+def guard_update(table_name: str, user_id: str, *, version: int, now: datetime) -> dict[str, Any]:
+    """The user's guard moved from `version` (the one read; 0 when there was no guard item) to the next,
+    as one item of a write path's transaction: of two transactions that read the same version, one
+    commits and the other is refused (ConditionalCheckFailed on this item), whatever the timing and
+    however many service processes make them."""
+    update: dict[str, Any] = {
+        "TableName": table_name,
+        "Key": low_level(guard_key(user_id)),
+        "UpdateExpression": "SET #version = :next, userId = :user, updatedAt = :now",
+        "ExpressionAttributeNames": {"#version": "version"},
+        "ExpressionAttributeValues": {
+            ":next": {"N": str(version + 1)},
+            ":user": _s(user_id),
+            ":now": _s(business_time(now)),
+        },
+    }
+    if version == 0:
+        update["ConditionExpression"] = "attribute_not_exists(pk)"
+    else:
+        update["ConditionExpression"] = "#version = :read"
+        update["ExpressionAttributeValues"][":read"] = {"N": str(version)}
+    return {"Update": update}
+
+
+def _guarded(
+    table_name: str, user_id: str, guard_version: int | None, items: list[dict[str, Any]], now: datetime
+) -> list[dict[str, Any]]:
+    # The guard leads the transaction: its refusal is the first cancellation reason.
+    if guard_version is None:  # the local stack's direct writes (planted faults) only
+        return items
+    return [guard_update(table_name, user_id, version=guard_version, now=now), *items]
+
+
+def signup_transaction(
+    table_name: str, user_id: str, row: LowLevelItem, *, guard_version: int, now: datetime
+) -> list[dict[str, Any]]:
+    """Signup: the guard moved on from the version read (the user's partition held no row then) + the
+    fresh Active row (refused if a row for that account exists). Not the service design's "single
+    unconditional write": two concurrent signups would each write an Active row (docs/table.md)."""
+    return [
+        guard_update(table_name, user_id, version=guard_version, now=now),
+        {"Put": new_row_put(table_name, row)},
+    ]
+
+
+def lost_race_schedule(
+    table_name: str, user_id: str, array_account_id: str, *, stale_ttl: int | AttributeValue, now: datetime
+) -> list[dict[str, Any]]:
+    """The account Array created for a request that then lost the user's guard to a concurrent one, on
+    its stale key, so that only cleanup ever deletes it at Array: only while no row names that account
+    (Array answered a concurrent request with the same account: it is the user's, not stale) and no
+    cleanup record is on that key."""
+    record = stale_record(user_id, array_account_id, ttl=stale_ttl, now=now)
+    return [
+        {
+            "ConditionCheck": {
+                "TableName": table_name,
+                "Key": low_level(entitlement_key(user_id, array_account_id)),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {"Put": {"TableName": table_name, "Item": record, "ConditionExpression": "attribute_not_exists(pk)"}},
+    ]
+
+
 def save_if_active_request(table_name: str, image: LowLevelItem) -> dict[str, Any]:
     """dynamo.SaveIfActive: a whole-item put of exactly `image`, only if the row exists and is Active."""
     return {
@@ -180,6 +255,7 @@ def cancellation_transaction(
     now: datetime,
     displacing: str | None = None,
     stale_ttl: int | AttributeValue | None = None,
+    guard_version: int | None = None,
 ) -> list[dict[str, Any]]:
     """Cancellation: the Active row Cancelled + the cancellation record naming its account.
 
@@ -187,7 +263,8 @@ def cancellation_transaction(
     cleanup schedule): it requires no record on the key, or one naming this same account. `displacing`:
     the other account the user's cancellation record names (a second signup whose retire was refused
     kept its new row beside that record); the put then requires the record to still name it, and the
-    same transaction schedules that account on its stale key (`stale_ttl`), so it stays scheduled."""
+    same transaction schedules that account on its stale key (`stale_ttl`), so it stays scheduled.
+    `guard_version`: the user's guard version read (the service always gives it; `_guarded`)."""
     record = cancellation_record(user_id, array_account_id, ttl=ttl, now=now)
     items = _leave_active(
         table_name, user_id, array_account_id, to=EntitlementStatus.CANCELLED, record=record, now=now
@@ -196,22 +273,23 @@ def cancellation_transaction(
     if displacing is None:
         put["ConditionExpression"] = "attribute_not_exists(pk) OR arrayAccountId = :account"
         put["ExpressionAttributeValues"] = {":account": _s(array_account_id)}
-        return items
+        return _guarded(table_name, user_id, guard_version, items, now)
     if stale_ttl is None or displacing == array_account_id:
         raise ValueError("displacing names another account and needs its stale_ttl")
     put["ConditionExpression"] = "arrayAccountId = :displaced"
     put["ExpressionAttributeValues"] = {":displaced": _s(displacing)}
     stale = stale_record(user_id, displacing, ttl=stale_ttl, now=now)
-    return [*items, {"Put": {"TableName": table_name, "Item": stale}}]
+    items = [*items, {"Put": {"TableName": table_name, "Item": stale}}]
+    return _guarded(table_name, user_id, guard_version, items, now)
 
 
 def reactivation_transaction(
-    table_name: str, user_id: str, array_account_id: str, *, now: datetime
+    table_name: str, user_id: str, array_account_id: str, *, now: datetime, guard_version: int | None = None
 ) -> list[dict[str, Any]]:
     """Reactivation: delete the cancellation record naming this account (the service's only delete) +
     the Cancelled row Active again."""
     row = entitlement_key(user_id, array_account_id)
-    return [
+    items: list[dict[str, Any]] = [
         {
             "Delete": {
                 "TableName": table_name,
@@ -226,6 +304,7 @@ def reactivation_transaction(
             )
         },
     ]
+    return _guarded(table_name, user_id, guard_version, items, now)
 
 
 def new_row_put(table_name: str, row: LowLevelItem) -> dict[str, Any]:
@@ -256,9 +335,12 @@ def second_signup_transaction(
     new_row: LowLevelItem,
     stale_ttl: int | AttributeValue,
     now: datetime,
+    guard_version: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Second Array signup: the new Active row, the old row Superseded, the stale record, at once."""
-    return [
+    """Second Array signup: the new Active row, the old row Superseded, the stale record, at once (after
+    the user's guard, when `guard_version` is given)."""
+    items = [
         {"Put": new_row_put(table_name, new_row)},
         *retire_transaction(table_name, user_id, old_array_account_id, stale_ttl=stale_ttl, now=now),
     ]
+    return _guarded(table_name, user_id, guard_version, items, now)

@@ -25,10 +25,13 @@ __all__ = [
     "cancellation_record",
     "cancellation_transaction",
     "entitlement_row",
+    "guard_update",
+    "lost_race_schedule",
     "reactivation_transaction",
     "retire_transaction",
     "save_if_active_request",
     "second_signup_transaction",
+    "signup_transaction",
     "stale_record",
     "ttl_after",
 ]
@@ -39,11 +42,14 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
+from adapters import RetryPolicy
 from schema.aws_errors import RETRYABLE_CANCELLATION_CODES, aws_error_code, cancellation_codes, converted
 from schema.errors import RetryableError, TerminalError
 from schema.table import (
     CANCELLATION_SK,
     ENTITLEMENT_SK_PREFIX,
+    GUARD_SK,
+    IDEMPOTENCY_SK_PREFIX,
     STALE_SK_PREFIX,
     EntitlementStatus,
     user_pk,
@@ -56,18 +62,20 @@ from schema.table_writes import (
     cancellation_record,
     cancellation_transaction,
     entitlement_row,
-    new_row_put,
+    guard_update,
+    lost_race_schedule,
     reactivation_transaction,
     retire_transaction,
     save_if_active_request,
     second_signup_transaction,
+    signup_transaction,
     stale_record,
     ttl_after,
 )
-from service._retry import RetryPolicy
 from service.errors import EntitlementNotActiveError, UnknownUserError
 
 _STATUS = {"#status": "status"}
+AttributeValueLike = Any
 _CHECK_FAILED = "ConditionalCheckFailedException"
 
 
@@ -90,6 +98,8 @@ class UserItems:
     rows: list[LowLevelItem] = field(default_factory=list)
     cancellation: LowLevelItem | None = None
     stale: list[LowLevelItem] = field(default_factory=list)
+    # The user's guard version as read (0: no guard item yet): every write path's transaction requires it.
+    guard_version: int = 0
 
     def with_status(self, status: EntitlementStatus) -> list[LowLevelItem]:
         return [row for row in self.rows if attribute(row, "status") == status.value]
@@ -139,7 +149,7 @@ class EntitlementTable:
             if not last:
                 break
             request = {**request, "ExclusiveStartKey": last}
-        rows, stale, cancellation = [], [], None
+        rows, stale, cancellation, version = [], [], None, 0
         for item in items:
             sk = attribute(item, "sk") or ""
             if sk.startswith(ENTITLEMENT_SK_PREFIX):
@@ -148,7 +158,11 @@ class EntitlementTable:
                 cancellation = item
             elif sk.startswith(STALE_SK_PREFIX):
                 stale.append(item)
-        return UserItems(rows=rows, cancellation=cancellation, stale=stale)
+            elif sk == GUARD_SK:
+                version = _number(item.get("version"))
+            elif sk.startswith(IDEMPOTENCY_SK_PREFIX):
+                continue  # read on their own key (service.idempotency)
+        return UserItems(rows=rows, cancellation=cancellation, stale=stale, guard_version=version)
 
     def active_row(self, user_id: str) -> LowLevelItem:
         """The user's Active row, exactly as stored. `UnknownUserError` when the user has no row,
@@ -160,17 +174,6 @@ class EntitlementTable:
         if row is None:
             raise EntitlementNotActiveError("the user has no Active entitlement row")
         return row
-
-    def put_row(self, row: LowLevelItem) -> None:
-        """Signup's single unconditional write of a fresh row (it has nothing stale to overwrite)."""
-        self._call("DynamoDB PutItem", self._client.put_item, {"TableName": self.table_name, "Item": row})
-
-    def put_new_row(self, row: LowLevelItem) -> None:
-        """A new account's row on its own, refused (`TransactionRefusedError`) if that row exists."""
-        try:
-            self._call("DynamoDB PutItem", self._client.put_item, new_row_put(self.table_name, row))
-        except _CheckFailedError:
-            raise TransactionRefusedError("the row exists already", ["ConditionalCheckFailed"]) from None
 
     def save_if_active(self, image: LowLevelItem) -> None:
         """dynamo.SaveIfActive: put back exactly `image` if the row still exists and is still Active.
@@ -239,6 +242,17 @@ class EntitlementTable:
                     with converted(operation):
                         raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _number(value: AttributeValueLike) -> int:
+    """The guard's version: a Number the service wrote. Anything else is a guard nobody can match, so
+    every guarded write refuses until it is repaired (never silently treated as absent)."""
+    if isinstance(value, dict) and isinstance(value.get("N"), str):
+        try:
+            return int(value["N"])
+        except ValueError:
+            pass
+    return -1
 
 
 class _CheckFailedError(TerminalError):

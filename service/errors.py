@@ -6,6 +6,7 @@ words only (never a user id, an account id, a token or a body), so it may be log
     TerminalError ── ServiceRefusal ─┬─ UnknownUserError            404 unknown_user
                                      ├─ EntitlementNotActiveError   404 entitlement_not_active
                                      ├─ WrongStateError             409 <the state rule>
+                                     │   └─ ConcurrentRequestError  409 concurrent_request
                                      └─ DownstreamRefusedError      502 <service>_<status>
     RetryableError ── ServiceUnavailableError                       503 <what> (safe to retry)
 """
@@ -13,6 +14,7 @@ words only (never a user id, an account id, a token or a body), so it may be log
 from __future__ import annotations
 
 __all__ = [
+    "ConcurrentRequestError",
     "DownstreamRefusedError",
     "EntitlementNotActiveError",
     "ErrEntitlementNotActive",
@@ -66,6 +68,14 @@ class WrongStateError(ServiceRefusal):
 
     status = 409
     code = "wrong_state"
+
+
+class ConcurrentRequestError(WrongStateError):
+    """Another request for the same user changed its rows between this request's read and its write
+    (the user's guard refused the transaction): nothing of this request is in effect, except an account
+    Array created for it, scheduled on its stale key. Read the user's state and retry if still needed."""
+
+    code = "concurrent_request"
 
 
 class DownstreamRefusedError(ServiceRefusal):

@@ -1,23 +1,33 @@
 """Signup, cancellation, reactivation and the second Array signup: the service's table writes, as the
-service design describes them and `docs/table.md` restates them (every condition is stated there).
+service design describes them and `docs/table.md` restates them (every condition, and every deviation
+from the design's write shapes, is stated there).
 
-- signup: the user is created at Array, then one unconditional put of a fresh Active row. A put that
-  fails answers 503 and the request is safe to retry (a user already holding an Active row gets it back,
-  nothing written). Every account Array creates is recorded first (outcome `array.account_created`,
-  landed in the lake with the service's other outcomes), so an account left with no row by a failed put
-  is an audit finding (analytics/sql/audits/array_account_without_row.sql, after the outcome grace).
-- cancellation: the Active row Cancelled and the cancellation record (ttl = now + CLEANUP_TTL_DAYS, on
-  the user's single cancellation key, naming the account), in one transaction. A record naming another
-  account (left beside the new row by a refused retire) is never replaced silently: that account moves
+Every write path reads the user's partition once (strongly consistent), guard item first, and makes one
+transaction that requires the guard version it read and writes the next (`schema.table_writes.
+guard_update`). Of concurrent requests for one user, in one service process or several, one commits;
+every other is refused by DynamoDB itself: no lock, no in-process mutex. So at most one row is Active
+and every account that stops being Active gets its cleanup record in the same transaction.
+
+- signup: the user is created at Array, then the guard + a fresh Active row (the design's "single
+  unconditional write" let two concurrent signups both write one). Every account Array creates is
+  recorded first (outcome `array.account_created`), so an account left with no row by a failed write is
+  an audit finding (analytics/sql/audits/array_account_without_row.sql, after the outcome grace).
+- cancellation: the guard + the Active row Cancelled + the cancellation record (ttl = now +
+  CLEANUP_TTL_DAYS, on the user's single cancellation key, naming the account). A record naming another
+  account (left by the earlier service's refused retire) is never replaced silently: that account moves
   to its stale key (ttl = now + STALE_ENTITLEMENT_TTL_DAYS) in the same transaction.
-- reactivation: the cancellation record deleted (the only delete the service's write paths perform) and
-  the row it names Active again, in one transaction.
+- reactivation: the guard + the cancellation record deleted (the only delete the service's write paths
+  perform) + the row it names Active again.
 - second Array signup: Array is asked for an account; the account the user already holds returns at once
-  and writes nothing. Otherwise, in one transaction: the new Active row, the superseded row retired and a
-  stale cleanup record on the key ending in the old account id (ttl = now + STALE_ENTITLEMENT_TTL_DAYS).
-  If the retire (or its stale record) is refused, the new row is written alone and the refusal is an
-  outcome: the new row is never lost, and the old account keeps its row (and whatever cleanup record
-  the change that beat us wrote).
+  and writes nothing. Otherwise: the guard + the new Active row + the superseded row retired + a stale
+  cleanup record on the key ending in the old account id (ttl = now + STALE_ENTITLEMENT_TTL_DAYS).
+
+A request that loses the guard: cancellation and reactivation (nothing done outside the table) read
+again and act on what they find (a state refusal once the other request made the operation moot); a
+signup or second signup (Array created an account for it) is answered 409 `concurrent_request`, and the
+account it created is scheduled on its stale key (outcome `signup.race_lost`), so only cleanup, through
+its in-use guard, ever deletes it at Array, unless a row names that account (Array answered the same
+account to the concurrent request: then it is the user's and the request's answer is that account).
 """
 
 from __future__ import annotations
@@ -26,23 +36,24 @@ __all__ = ["EntitlementService", "SignupResult"]
 
 import logging
 import threading
-import uuid
 from dataclasses import dataclass
 
+from adapters import ArrayAccounts
 from config import PolicySettings
 from pipeline.clock import Clock
 from schema.errors import EntitlementsError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import EntitlementStatus
 from service import dynamo
-from service.clients import ArrayAccounts
 from service.dynamo import EntitlementTable, TransactionRefusedError, UserItems, attribute
-from service.errors import ServiceUnavailableError, UnknownUserError, WrongStateError
+from service.errors import ConcurrentRequestError, ServiceUnavailableError, UnknownUserError, WrongStateError
 from service.outcomes import OutcomeRecorder
 
 logger = logging.getLogger(__name__)
 
-_CANCEL_READS = 3  # reads of the user's items a cancellation makes while its record keeps changing
+# Reads of the user's items a cancellation or reactivation makes while concurrent writes keep moving the
+# guard; then it answers 409 concurrent_request.
+_CANCEL_READS = 3
 
 
 @dataclass(frozen=True)
@@ -99,9 +110,15 @@ class EntitlementService:
             )
         account = self._array.create_user(user_id)
         self._account_created(user_id, account, by="signup")
-        row = dynamo.entitlement_row(user_id, account, now=self._clock.now())
+        now = self._clock.now()
+        row = dynamo.entitlement_row(user_id, account, now=now)
+        transaction = dynamo.signup_transaction(
+            self._table.table_name, user_id, row, guard_version=items.guard_version, now=now
+        )
         try:
-            self._table.put_row(row)
+            self._table.transact(transaction)
+        except TransactionRefusedError:
+            return self._lost_race(user_id, account, by="signup")
         except EntitlementsError as failed:
             logger.warning(  # the account_created outcome makes the account without a row a finding
                 "signup put failed", extra={"code": getattr(failed, "code", type(failed).__name__)}
@@ -154,51 +171,52 @@ class EntitlementService:
                 stale_ttl=dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)
                 if displacing
                 else None,
+                guard_version=items.guard_version,
             )
             try:
                 self._table.transact(transaction)
-            except TransactionRefusedError as refused:
-                if (refused.codes or ["?"])[0] not in ("None", ""):  # the row's own: no longer Active
-                    raise WrongStateError(
-                        "the row stopped being Active before the cancellation", code="not_active"
-                    ) from None
-                continue  # only the cancellation record changed since the read: read again
+            except TransactionRefusedError:
+                continue  # another write for the user came first: read again (the row may be gone)
             self._count("cancellation")
             if displacing is not None:
                 self._count("cancellation_displaced_to_stale")
                 logger.info("cancellation moved the earlier cancelled account's schedule to its stale key")
             return account
-        raise WrongStateError(
-            "the cancellation record kept changing during the cancellation: retry it",
-            code="cancellation_changed",
-        )
+        raise ConcurrentRequestError("concurrent requests for the user kept changing its rows: retry it")
 
     def reactivate(self, user_id: str) -> str:
         """Reactivate the row the user's cancellation record names; returns its account."""
-        items = self._table.user_items(user_id)
-        if not items.rows:
-            raise UnknownUserError("the user has no entitlement row")
-        if items.latest(EntitlementStatus.ACTIVE) is not None:
-            raise WrongStateError("the user holds an Active row already", code="already_active")
-        record = items.cancellation
-        account = None if record is None else attribute(record, "arrayAccountId")
-        if account is None:
-            raise WrongStateError(
-                "no cancellation record: it expired and cleanup owns the account", code="no_cancellation"
-            )
-        try:
-            self._table.transact(
-                dynamo.reactivation_transaction(
-                    self._table.table_name, user_id, account, now=self._clock.now()
+        for _ in range(_CANCEL_READS):
+            items = self._table.user_items(user_id)
+            if not items.rows:
+                raise UnknownUserError("the user has no entitlement row")
+            if items.latest(EntitlementStatus.ACTIVE) is not None:
+                raise WrongStateError("the user holds an Active row already", code="already_active")
+            record = items.cancellation
+            account = None if record is None else attribute(record, "arrayAccountId")
+            if account is None:
+                raise WrongStateError(
+                    "no cancellation record: it expired and cleanup owns the account", code="no_cancellation"
                 )
+            transaction = dynamo.reactivation_transaction(
+                self._table.table_name,
+                user_id,
+                account,
+                now=self._clock.now(),
+                guard_version=items.guard_version,
             )
-        except TransactionRefusedError:
-            raise WrongStateError(
-                "the cancellation record or its Cancelled row changed before the reactivation",
-                code="not_cancelled",
-            ) from None
-        self._count("reactivation")
-        return account
+            try:
+                self._table.transact(transaction)
+            except TransactionRefusedError as refused:
+                if (refused.codes or ["?"])[0] in ("None", ""):  # the guard held: the record or row did not
+                    raise WrongStateError(
+                        "the cancellation record or its Cancelled row changed before the reactivation",
+                        code="not_cancelled",
+                    ) from None
+                continue  # another write for the user came first: read again
+            self._count("reactivation")
+            return account
+        raise ConcurrentRequestError("concurrent requests for the user kept changing its rows: retry it")
 
     # -- second Array signup ------------------------------------------------------------------------
 
@@ -224,43 +242,66 @@ class EntitlementService:
             new_row=new_row,
             stale_ttl=stale_ttl,
             now=now,
+            guard_version=items.guard_version,
         )
         try:
             self._table.transact(transaction)
         except TransactionRefusedError as refused:
-            if refused.codes[:1] == ["ConditionalCheckFailed"]:  # the new account's row exists already
+            if refused.codes[:2] == ["None", "ConditionalCheckFailed"]:  # the guard held: the row is there
                 raise WrongStateError(
                     "Array answered an account the user holds", code="account_held_before"
                 ) from None
-            return self._keep_new_row(user_id, old_account, new_account, new_row, refused.codes)
+            result = self._lost_race(user_id, new_account, by="second_signup")
+            return SignupResult(result.array_account_id, written=False, retired=False)
         self._count("second_signup")
         return SignupResult(new_account, written=True, retired=True)
 
-    def _keep_new_row(
-        self, user_id: str, old_account: str, new_account: str, new_row: dynamo.LowLevelItem, codes: list[str]
-    ) -> SignupResult:
-        """The retire was refused (the old row changed meanwhile): the new row is written alone and the
-        refusal recorded. The old account still has its row, so it is never left with neither a row nor
-        a cleanup record."""
-        try:
-            self._table.put_new_row(new_row)
-        except TransactionRefusedError:
-            raise WrongStateError(
-                "Array answered an account the user holds", code="account_held_before"
-            ) from None
+    def _lost_race(self, user_id: str, account: str, *, by: str) -> SignupResult:
+        """A signup or second signup whose transaction was refused after Array created `account` for it:
+        a concurrent request for the user moved its guard first (or, with no race, its rows were not as
+        read). Returns the user's Active account when it is `account` (Array answered the concurrent
+        request with the same one); otherwise schedules `account` on its stale key, so only cleanup ever
+        deletes it at Array, and raises `ConcurrentRequestError` (409)."""
+        items = self._table.user_items(user_id)
+        active = items.latest(EntitlementStatus.ACTIVE)
+        if active is not None and attribute(active, "arrayAccountId") == account:
+            self._race_lost(user_id, account, f"{by}:account_held")
+            return SignupResult(account, written=False)
+        if account not in items.accounts():  # a row naming it is the user's: never schedule it
+            now = self._clock.now()
+            stale_ttl = dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)
+            try:
+                self._table.transact(
+                    dynamo.lost_race_schedule(
+                        self._table.table_name, user_id, account, stale_ttl=stale_ttl, now=now
+                    )
+                )
+            except TransactionRefusedError:
+                pass  # a row names it now, or it is scheduled already (a replay): nothing to add
+            except EntitlementsError as failed:  # the account_created outcome makes it an audit finding
+                logger.warning(
+                    "lost race schedule failed",
+                    extra={"code": getattr(failed, "code", type(failed).__name__)},
+                )
+        self._race_lost(user_id, account, f"{by}:scheduled_stale")
+        raise ConcurrentRequestError(
+            "a concurrent request for the user changed its rows first: read them and retry if still needed"
+        )
+
+    def _race_lost(self, user_id: str, account: str, detail: str) -> None:
+        kind = OutcomeKind.SIGNUP_RACE_LOST
         self._recorder.record(
             OutcomeEvent(
-                outcome_id=outcome_id(uuid.uuid4().hex, OutcomeKind.SECOND_SIGNUP_RETIRE_REFUSED),
-                kind=OutcomeKind.SECOND_SIGNUP_RETIRE_REFUSED,
+                outcome_id=outcome_id(f"race-lost|{user_id}|{account}", kind),
+                kind=kind,
                 occurred_at=self._clock.now(),
                 user_id=user_id,
-                array_account_id=old_account,
-                detail="+".join(code for code in codes[1:] if code not in ("None", "")) or "refused",
+                array_account_id=account,
+                detail=detail,
             )
         )
-        self._count("second_signup_retire_refused")
-        logger.info("second signup kept the new row alone: the retire was refused")
-        return SignupResult(new_account, written=True, retired=False)
+        self._count("race_lost")
+        logger.info("request lost the user's guard to a concurrent one", extra={"detail": detail})
 
 
 def _active_account(items: UserItems, purpose: str) -> str:

@@ -16,11 +16,11 @@ import pytest
 from botocore.exceptions import ClientError
 from fastapi.testclient import TestClient
 
+from adapters import RetryPolicy
 from config import ArraySettings, PolicySettings, ServiceSettings
 from pipeline.tables import create_table
 from schema import array as wire
 from schema.outcomes import OutcomeEvent, OutcomeKind
-from service._retry import RetryPolicy
 from service.app import ServiceParts, create_app
 from service.arraylink import ArrayLink
 from service.clients import HttpArrayAccounts, HttpTransactions

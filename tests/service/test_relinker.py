@@ -62,7 +62,11 @@ def test_a_job_whose_row_was_retired_mid_link_is_recorded_not_active_and_never_r
     world: World, sqs: Any
 ) -> None:
     old = world.parts.service.signup("u-1").array_account_id
-    world.fake.before_processor_token = lambda: world.parts.service.second_signup("u-1") and None
+
+    def supersede() -> None:
+        world.parts.service.second_signup("u-1")
+
+    world.fake.before_processor_token = supersede
     queue_url = _queue(sqs, visibility=1)
     enqueue_relinks(sqs, queue_url, ["u-1"])
     report = _worker(world, sqs, queue_url).drain(max_seconds=30)

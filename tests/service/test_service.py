@@ -33,8 +33,8 @@ def test_signup_creates_the_user_at_array_and_puts_a_fresh_active_row(world: Wor
     assert "ttl" not in row
 
 
-def test_a_signup_whose_put_fails_answers_503_and_its_retry_signs_the_user_up(world: World) -> None:
-    world.counting.fail_puts = 3  # every attempt of the first request
+def test_a_signup_whose_write_fails_answers_503_and_its_retry_signs_the_user_up(world: World) -> None:
+    world.counting.fail_transacts = 3  # every attempt of the first request
     with world.client() as client:
         failed = client.post("/u-1/signup")
         retried = client.post("/u-1/signup")
@@ -130,7 +130,8 @@ def test_a_reactivation_whose_cancellation_record_expires_before_its_write_is_a_
 
 
 def test_the_second_of_two_racing_reactivations_is_a_409_and_the_first_stands(world: World) -> None:
-    """Both read the same cancellation record; the one whose transaction lands second is refused."""
+    """Both read the same guard version; the one whose transaction lands second is refused by the guard,
+    reads again and finds the user Active."""
     with world.client() as client:
         account = _signed_up(client, "u-1")
         client.post("/u-1/cancellation")
@@ -139,7 +140,7 @@ def test_the_second_of_two_racing_reactivations_is_a_409_and_the_first_stands(wo
         second = client.post("/u-1/reactivation")
     assert first == [account]
     assert second.status_code == 409
-    assert second.json()["error"] == "not_cancelled"
+    assert second.json()["error"] == "already_active"
     assert world.status("u-1", account) == "Active"
     assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is None
 
@@ -189,20 +190,26 @@ def test_second_signup_answered_with_the_account_already_held_returns_at_once_an
     assert world.item("USER#u-1", f"CLEANUP#STALE#{account}") is None
 
 
-def test_a_refused_retire_keeps_the_new_row_and_records_the_refusal(world: World) -> None:
+def test_a_second_signup_losing_to_a_cancellation_is_a_409_and_schedules_its_new_account_stale(
+    world: World,
+) -> None:
     with world.client() as client:
         old = _signed_up(client, "u-1")
-        # A cancellation lands while Array is creating the second account: the retire is refused.
+        # A cancellation lands while Array is creating the second account: the guard refuses the write.
         world.fake.before_create_user = lambda: client.post("/u-1/cancellation") and None
         answer = client.post("/u-1/array-signup")
-    assert answer.status_code == 201
-    new = answer.json()["arrayAccountId"]
-    assert answer.json()["retired"] is False
-    assert world.status("u-1", new) == "Active"
+    assert answer.status_code == 409
+    assert answer.json()["error"] == "concurrent_request"
+    new = world.fake.accounts["u-1"][-1]
+    assert world.status("u-1", new) is None  # never a second row
     assert world.status("u-1", old) == "Cancelled"  # its cancellation record still schedules it
     assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is not None
-    assert [o.kind for o in world.recorded()] == [OutcomeKind.SECOND_SIGNUP_RETIRE_REFUSED]
-    assert world.recorded()[0].array_account_id == old
+    stale = world.item("USER#u-1", f"CLEANUP#STALE#{new}")
+    assert stale is not None
+    assert int(stale["ttl"]["N"]) == int((NOW + timedelta(days=1)).timestamp())
+    assert [(o.kind, o.array_account_id, o.detail) for o in world.recorded()] == [
+        (OutcomeKind.SIGNUP_RACE_LOST, new, "second_signup:scheduled_stale")
+    ]
 
 
 def test_processor_links_the_primary_account_and_puts_back_the_row_unchanged(world: World) -> None:
@@ -360,7 +367,7 @@ def test_stats_count_the_links_save_if_active_refused(world: World) -> None:
 
 
 def test_an_unexpected_failure_is_a_500_json_body_naming_nothing(world: World) -> None:
-    def broken(user_id: str) -> None:
+    def broken(user_id: str) -> str:
         raise KeyError(user_id)
 
     world.parts.service.cancel = broken  # type: ignore[method-assign]

@@ -22,10 +22,10 @@ def test_signup_records_the_account_array_created(world: World) -> None:
     assert [o.detail for o in world.sink.outcomes] == ["signup"]
 
 
-def test_a_signup_whose_put_fails_leaves_the_account_created_on_record(world: World) -> None:
+def test_a_signup_whose_write_fails_leaves_the_account_created_on_record(world: World) -> None:
     """The account Array created has no row: its outcome is what the audit
     (array_account_without_row) finds once the grace has passed."""
-    world.counting.fail_puts = 3
+    world.counting.fail_transacts = 3
     with world.client() as client:
         answer = client.post("/u-1/signup")
     assert answer.status_code == 503

@@ -1,6 +1,7 @@
 """A cancellation never takes away another account's cleanup schedule (service/writes.py, docs/table.md
-"The cleanup-record puts"): a second signup whose retire was refused keeps its new row beside the
-cancellation record of the row a cancellation had just cancelled; cancelling that new row moves the
+"The cleanup-record puts"): the earlier service's second signup whose retire was refused kept its new
+row beside the cancellation record of the row a cancellation had just cancelled (the guard now refuses
+that write: such a partition is left from before, planted here); cancelling that new row moves the
 earlier account onto its stale key in the same transaction, instead of overwriting its record."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from schema.table_writes import cancellation_record
+from schema.table_writes import cancellation_record, entitlement_row
 from tests.service.conftest import NOW, World
 
 _ONE_DAY_TTL = int((NOW + timedelta(days=1)).timestamp())
@@ -20,11 +21,10 @@ _CANCELLATION_TTL = int((NOW + timedelta(days=63)).timestamp())
 def _kept_beside_a_cancellation(world: World, client: TestClient, user: str) -> tuple[str, str]:
     """The hole's state: the old row Cancelled with its record, the new row Active beside it."""
     old = client.post(f"/{user}/signup").json()["arrayAccountId"]
-    world.fake.before_create_user = lambda: client.post(f"/{user}/cancellation") and None
-    answer = client.post(f"/{user}/array-signup")
-    world.fake.before_create_user = None
-    assert (answer.status_code, answer.json()["retired"]) == (201, False)
-    return old, str(answer.json()["arrayAccountId"])
+    assert client.post(f"/{user}/cancellation").status_code == 200
+    new = f"array-kept-{user}"
+    world.dynamodb.put_item(TableName=world.table_name, Item=entitlement_row(user, new, now=NOW))
+    return old, new
 
 
 def _record(world: World, user: str, sk: str) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def test_a_record_naming_another_account_written_after_the_read_is_read_again_ne
     assert _record(world, "u-1", f"CLEANUP#STALE#{other}")["arrayAccountId"]["S"] == other
 
 
-def test_a_record_changing_before_every_write_is_a_409_cancellation_changed_writing_nothing(
+def test_a_record_changing_before_every_write_is_a_409_concurrent_request_writing_nothing(
     world: World,
 ) -> None:
     written: list[str] = []
@@ -99,7 +99,7 @@ def test_a_record_changing_before_every_write_is_a_409_cancellation_changed_writ
         world.counting.before_transact = meanwhile
         answer = client.post("/u-1/cancellation")
     world.counting.before_transact = None
-    assert (answer.status_code, answer.json()["error"]) == (409, "cancellation_changed")
+    assert (answer.status_code, answer.json()["error"]) == (409, "concurrent_request")
     assert world.status("u-1", account) == "Active"
     assert _record(world, "u-1", "CLEANUP#CANCELLATION")["arrayAccountId"]["S"] == written[-1]
 

@@ -73,25 +73,41 @@ def test_a_second_signup_whose_new_row_appeared_before_its_transaction_is_a_409_
     assert world.recorded() == []
 
 
-def test_a_refused_retire_whose_lone_new_row_put_is_refused_too_is_a_409_recording_no_refusal(
+def test_a_signup_losing_to_one_answered_the_same_account_answers_it_and_schedules_nothing(
     world: World,
 ) -> None:
-    """`_keep_new_row`: the retire was refused (the old row was cancelled meanwhile), and the new row
-    appeared before the put writing it alone: that put's condition refuses it, nothing is overwritten."""
+    """Array answered both concurrent signups with one account: the loser's account is the user's, so
+    it is answered (200, nothing written) and never put on a stale key."""
+    world.fake.same_account = True
     with world.client() as client:
-        old = _signed_up(client, "u-1")
+        first: list[str] = []  # the other signup, landing between this one's read and its write
+        world.counting.before_transact = lambda: first.append(
+            world.parts.service.signup("u-1").array_account_id
+        )
+        answer = client.post("/u-1/signup")
+    assert answer.status_code == 200
+    assert answer.json() == {"arrayAccountId": first[0], "status": "Active", "written": False}
+    assert world.status("u-1", first[0]) == "Active"
+    assert world.item("USER#u-1", f"CLEANUP#STALE#{first[0]}") is None
 
-        def race() -> None:
-            world.parts.service.cancel("u-1")
-            new = world.fake.accounts["u-1"][-1]
-            world.counting.before_put = lambda: _plant_row(world, "u-1", new)
 
-        world.counting.before_transact = race
-        answer = client.post("/u-1/array-signup")
+def test_a_signup_losing_to_a_concurrent_signup_is_a_409_and_schedules_its_own_account_stale(
+    world: World,
+) -> None:
+    with world.client() as client:
+        first: list[str] = []
+        world.counting.before_transact = lambda: first.append(
+            world.parts.service.signup("u-1").array_account_id
+        )
+        answer = client.post("/u-1/signup")
     assert answer.status_code == 409
-    assert answer.json()["error"] == "account_held_before"
-    assert world.status("u-1", old) == "Cancelled"
-    assert world.recorded() == []  # no second_signup.retire_refused: the new row was not written
+    assert answer.json()["error"] == "concurrent_request"
+    winner, loser = first[0], world.fake.accounts["u-1"][0]
+    assert winner != loser
+    assert world.status("u-1", winner) == "Active"
+    assert world.status("u-1", loser) is None
+    assert world.item("USER#u-1", f"CLEANUP#STALE#{loser}") is not None
+    assert [(o.kind, o.array_account_id) for o in world.recorded()] == [(OutcomeKind.SIGNUP_RACE_LOST, loser)]
 
 
 # -- downstream services unavailable (503, safe to retry) -------------------------------------------
