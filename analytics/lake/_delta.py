@@ -72,7 +72,9 @@ def open_table(lake: Lake, name: str) -> DeltaTable | None:
 
 def ensure_table(lake: Lake, name: str, schema: pa.Schema, partition_by: tuple[str, ...] = ()) -> DeltaTable:
     """Open the table, creating it empty with `schema` (and the lake's retention) when it is missing.
-    Two processes creating it at once both end with the one table."""
+    Writers creating it at once (threads, processes, hosts) all end with the one table: version 0 is
+    written only if absent (a local create-if-absent, an S3 conditional PUT) and never retried, so every
+    loser reopens the winner's table."""
     table = open_table(lake, name)
     if table is not None:
         return table
@@ -84,6 +86,9 @@ def ensure_table(lake: Lake, name: str, schema: pa.Schema, partition_by: tuple[s
             partition_by=list(partition_by) or None,
             configuration=dict(TABLE_CONFIGURATION),
             storage_options=_options(lake),
+            # delta-rs retries a lost version 0 as version 1: a second CREATE TABLE with another table
+            # id over the first. No retry: the loser's commit fails and it reopens the table.
+            commit_properties=CommitProperties(max_commit_retries=0),
         )
     except (CommitFailedError, DeltaError):
         table = open_table(lake, name)

@@ -1,10 +1,12 @@
 """Many landing processes append to one lake at once (a KCL worker per shard, on several hosts): every
-commit lands, no row is lost and none is doubled, on a local lake and on moto's S3 (conditional PUTs)."""
+commit lands, no row is lost and none is doubled, on a local lake and on moto's S3 (conditional PUTs);
+first writers creating the lake's tables at one instant make one table each."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +16,11 @@ import pytest
 
 from analytics.lake import CHANGES, OUTCOMES, Lake, open_lake
 from analytics.lake._delta import open_table
+from analytics.lake._files import TABLES
 from analytics.views import connect
 from devstack.moto_process import moto_process
-from tests.analytics.lake.concurrent_writer import SHARDS, history
+from tests.analytics.lake.concurrent_writer import RACE_TABLES, SHARDS, history, lake_at
+from tests.analytics.lake.delta_files import table_ids
 
 REPO = Path(__file__).resolve().parents[3]
 WRITERS = len(SHARDS)
@@ -33,6 +37,29 @@ def _run_writers(root: str, endpoint: str | None = None) -> list[int]:
         for index in range(WRITERS)
     ]
     return [process.wait(timeout=600) for process in processes]
+
+
+def _run_creators(root: str, go: Path, endpoint: str | None = None) -> list[int]:
+    """Writer processes that each create the lake's tables the moment `go` appears."""
+    extra = [endpoint] if endpoint else []
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.analytics.lake.concurrent_writer", "create", root, str(go), *extra],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(WRITERS)
+    ]
+    time.sleep(3)  # every process imported and waiting (if one is not, the race is only smaller)
+    go.touch()
+    return [process.wait(timeout=600) for process in processes]
+
+
+def _one_table_each(lake: Lake) -> None:
+    for name in (*TABLES, *RACE_TABLES):
+        assert len(table_ids(lake, name)) == 1, name
+        table = open_table(lake, name)
+        assert table is not None and table.version() == 0, name
 
 
 def _check(lake: Lake) -> None:
@@ -56,24 +83,41 @@ def test_writer_processes_append_to_a_local_lake_at_once(tmp_path: Path) -> None
     _check(open_lake(root))
 
 
-@pytest.fixture
+def test_first_writer_processes_creating_a_local_lake_at_once_make_one_table_each(tmp_path: Path) -> None:
+    root = str(tmp_path / "lake")
+    assert _run_creators(root, tmp_path / "go") == [0] * WRITERS
+    _one_table_each(open_lake(root))
+
+
+@pytest.fixture(scope="module")
 def moto_s3() -> Iterator[str]:
     with moto_process(ttl_interval_seconds=0.2) as moto:
         yield moto.endpoint
 
 
-def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
+def _bucket(endpoint: str) -> str:
+    """A new bucket on moto's S3; returns the lake root in it."""
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     client = boto3.client(
         "s3",
-        endpoint_url=moto_s3,
+        endpoint_url=endpoint,
         region_name="eu-west-1",
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
     client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    root = f"s3://{bucket}/entitlements"
+    return f"s3://{bucket}/entitlements"
+
+
+def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
+    root = _bucket(moto_s3)
     assert _run_writers(root, moto_s3) == [0] * WRITERS
-    _check(
-        open_lake(root, endpoint_url=moto_s3, region="eu-west-1", access_key="testing", secret_key="testing")
-    )
+    _check(lake_at(root, moto_s3))
+
+
+def test_first_writer_processes_creating_an_s3_lake_at_once_make_one_table_each(
+    moto_s3: str, tmp_path: Path
+) -> None:
+    root = _bucket(moto_s3)
+    assert _run_creators(root, tmp_path / "go", moto_s3) == [0] * WRITERS
+    _one_table_each(lake_at(root, moto_s3))
