@@ -26,6 +26,7 @@ from typing import Any
 
 from botocore.config import Config
 
+from adapters import HttpArrayClient
 from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings
@@ -33,7 +34,7 @@ from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock
 from pipeline.events import ChangeKind, CleanupExpired, StreamPosition
 from pipeline.tables import create_table
-from processors.cleanup import CleanupHandler, HttpArrayClient, ensure_retry_queues
+from processors.cleanup import CleanupHandler, ensure_retry_queues
 from schema.outcomes import OutcomeEvent, OutcomeKind
 from schema.table import CleanupRecord, ItemKind, entitlement_key, gsi1_key, stale_key
 

@@ -36,6 +36,7 @@ from typing import Any
 from botocore.config import Config
 from pydantic import SecretStr
 
+from adapters import HttpArrayClient
 from analytics import LakeHandler, connect, open_lake
 from analytics.erasure import AnalyticsLakeEraser
 from bench._moto import moto_client, moto_server
@@ -46,7 +47,6 @@ from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock
 from pipeline.decode import decode_stream_record
 from pipeline.tables import create_table
-from processors.cleanup import HttpArrayClient
 from processors.erasure import (
     ConsumerStores,
     ErasureLedger,

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from adapters import HttpArrayClient, pooled_http
+from adapters import RetryPolicy as EdgeRetryPolicy
 from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
 from config import ErasureSettings, Settings
 from entitlements._clients import aws_client
@@ -58,7 +60,6 @@ from pipeline.shard_consumer import CommitPolicy, RetryPolicy
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
-    HttpArrayClient,
     LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,
@@ -77,9 +78,8 @@ from processors.erasure import (
 )
 from schema.aws_errors import AwsTerminalError, converted
 from schema.errors import TerminalError
-from service._retry import RetryPolicy as ServiceRetryPolicy
 from service.arraylink import ArrayLink, LinkTable
-from service.clients import HttpArrayAccounts, HttpTransactions, default_http
+from service.clients import HttpArrayAccounts, HttpTransactions
 from service.dynamo import EntitlementTable
 from service.outcomes import FlushingSink, OutcomeRecorder
 from service.parts import ServiceParts
@@ -346,10 +346,10 @@ def service_parts(
 
     `link_table` replaces the table arraylink reads and writes through (devstack's fault-injection
     wrapper, for `simulate` and the demo only); `http` the pooled HTTP client."""
-    retry = ServiceRetryPolicy.from_settings(settings.service)
+    retry = EdgeRetryPolicy.from_settings(settings.service)
     table = EntitlementTable(_service_dynamodb(settings), settings.consumer.table_name, retry=retry)
     owned = http is None
-    client = http or default_http(settings.service.relinker_concurrency)
+    client = http or pooled_http(settings.service.relinker_concurrency)
     array = HttpArrayAccounts(settings.array, settings.service, http=client, retry=retry)
     transactions = HttpTransactions(settings.service, http=client, retry=retry)
     clock = clock_from_settings(settings.clock)

@@ -25,9 +25,9 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
+from adapters import ArrayAccounts, Transactions
 from schema.errors import EntitlementsError
 from schema.outcomes import OutcomeKind
-from service.clients import ArrayAccounts, Transactions
 from service.dynamo import LowLevelItem, attribute
 from service.errors import ErrEntitlementNotActive, ServiceRefusal, ServiceUnavailableError
 from service.outcomes import OutcomeRecorder, link_outcome

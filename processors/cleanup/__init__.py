@@ -1,19 +1,16 @@
 """Array account cleanup: delete the Array account a TTL-expired cleanup record names, guarded, with
-outcomes for every step, a durable retry queue and a retry worker. See docs/operations/cleanup.md."""
+outcomes for every step, a durable retry queue and a retry worker. See docs/operations/cleanup.md.
+
+The delete itself is the HTTP edge's (`adapters.HttpArrayClient`, typed `adapters.ArrayClient`), handed in
+by `entitlements.compose`."""
 
 from __future__ import annotations
 
 __all__ = [
     "DEFAULT_RETRY_QUEUE_NAME",
-    "ArrayClient",
-    "ArrayCredentialError",
-    "ArrayRequestRejected",
-    "ArrayTransientError",
     "CleanupHandler",
     "DeletedAccountsSource",
-    "ErrArrayUserAlreadyDeleted",
     "GuardUnavailableError",
-    "HttpArrayClient",
     "LocalDeletionNotes",
     "RetryQueueError",
     "RetryQueues",
@@ -23,16 +20,8 @@ __all__ = [
     "repair_removed_rows",
 ]
 
-from processors.cleanup._array_client import ArrayClient, HttpArrayClient
 from processors.cleanup._clients import flush_call_bounds
-from processors.cleanup._errors import (
-    ArrayCredentialError,
-    ArrayRequestRejected,
-    ArrayTransientError,
-    ErrArrayUserAlreadyDeleted,
-    GuardUnavailableError,
-    RetryQueueError,
-)
+from processors.cleanup._errors import GuardUnavailableError, RetryQueueError
 from processors.cleanup._handler import CleanupHandler
 from processors.cleanup._notes import LocalDeletionNotes
 from processors.cleanup._repair import DeletedAccountsSource, repair_removed_rows

@@ -40,9 +40,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from adapters import ArrayClient
 from pipeline.clock import Clock
 from pipeline.events import StreamEvent
-from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._errors import RetryQueueError
 from processors.cleanup._notes import DeletionNotes

@@ -30,16 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import telemetry
-from pipeline.clock import Clock
-from processors.cleanup._array_client import ArrayClient
-from processors.cleanup._clients import DynamoDBClient
-from processors.cleanup._errors import (
+from adapters import (
+    ArrayClient,
     ArrayCredentialError,
     ArrayRequestRejected,
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
-    GuardUnavailableError,
 )
+from pipeline.clock import Clock
+from processors.cleanup._clients import DynamoDBClient
+from processors.cleanup._errors import GuardUnavailableError
 from processors.cleanup._notes import DeletionNotes, NoteState
 from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
 from processors.cleanup._work import CleanupWork

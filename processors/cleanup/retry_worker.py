@@ -34,8 +34,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 import telemetry
+from adapters import ArrayClient
 from pipeline.clock import Clock
-from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome

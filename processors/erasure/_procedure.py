@@ -30,14 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pipeline.clock import Clock
-from processors.cleanup import (
+from adapters import (
     ArrayClient,
     ArrayCredentialError,
     ArrayRequestRejected,
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
+from pipeline.clock import Clock
 from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._clients import DynamoDBTableClient
 from processors.erasure._consumer_stores import ConsumerStores

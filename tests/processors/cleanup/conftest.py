@@ -13,11 +13,12 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from adapters import HttpArrayClient
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import CleanupExpired
 from pipeline.tables import create_table
-from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueues, ensure_retry_queues
+from processors.cleanup import CleanupHandler, RetryQueues, ensure_retry_queues
 from schema.table import entitlement_key, gsi1_key
 from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink, make_expiry, receive_all
 

@@ -21,10 +21,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from adapters import HttpArrayClient
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer, FaultPlan
 from pipeline.events import CleanupExpired
-from processors.cleanup import CleanupHandler, HttpArrayClient, RetryQueueError, RetryQueues
+from processors.cleanup import CleanupHandler, RetryQueueError, RetryQueues
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind

@@ -12,6 +12,7 @@ import msgspec
 import pytest
 from botocore.exceptions import ClientError
 
+from adapters import ArrayRequestRejected, ArrayTransientError, HttpArrayClient
 from devstack.fake_array import FakeArrayServer
 from pipeline.events import (
     ChangeKind,
@@ -25,10 +26,7 @@ from pipeline.events import (
 )
 from pipeline.handlers import Handler
 from processors.cleanup import (
-    ArrayRequestRejected,
-    ArrayTransientError,
     CleanupHandler,
-    HttpArrayClient,
     LocalDeletionNotes,
     RetryQueueError,
     RetryQueues,

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
+from adapters import ArrayClient, ErrArrayUserAlreadyDeleted, HttpArrayClient
 from devstack.fake_array import FakeArrayServer
-from processors.cleanup import ErrArrayUserAlreadyDeleted, HttpArrayClient
-from processors.cleanup._array_client import ArrayClient
 from processors.cleanup._notes import LocalDeletionNotes, NoteState
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure
 from processors.cleanup._work import CleanupWork, work_from_event

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from adapters import HttpArrayClient
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import (
     CleanupHandler,
-    HttpArrayClient,
     LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from adapters import HttpArrayClient
 from analytics import Lake, open_lake
 from analytics.erasure import AnalyticsLakeEraser
 from config import ArraySettings, ErasureSettings
 from devstack.fake_array import FakeArrayServer
 from pipeline.clock import SystemClock
 from pipeline.tables import create_table
-from processors.cleanup import HttpArrayClient
 from processors.erasure import (
     ConsumerStores,
     ErasureLedger,

@@ -1,4 +1,5 @@
-"""The Array client: request shape, status mapping, retries with jittered backoff, deadlines, secrecy."""
+"""adapters/array.py, the delete-user call: request shape, status mapping, retries with jittered
+backoff, deadlines, secrecy."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from config import ArraySettings
-from devstack.fake_array import FakeArrayServer
-from processors.cleanup import (
+from adapters import (
     ArrayClient,
     ArrayCredentialError,
     ArrayRequestRejected,
@@ -20,6 +19,8 @@ from processors.cleanup import (
     ErrArrayUserAlreadyDeleted,
     HttpArrayClient,
 )
+from config import ArraySettings
+from devstack.fake_array import FakeArrayServer
 from schema.errors import RetryableError, TerminalError
 
 TOKEN = "s3cr3t-server-token-canary"
@@ -319,7 +320,7 @@ def test_against_the_fake_array_a_delete_then_a_repeat_answers_404(fake_array: F
 def test_an_unreachable_array_is_logged_at_warning_with_its_code_and_no_user(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="processors.cleanup")
+    caplog.set_level(logging.INFO, logger="adapters")
     client, _ = _client(_connect_error, max_attempts=2)
     with pytest.raises(ArrayTransientError):
         client.delete_user("array-user-canary")

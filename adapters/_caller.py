@@ -1,0 +1,106 @@
+"""One HTTP call with its timeout, bounded retries and the one httpx mapping (`adapters.errors`)."""
+
+from __future__ import annotations
+
+__all__ = ["Answer", "Caller", "GaveUp", "pooled_http", "refusal_code", "text_field"]
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from adapters.errors import TransientCall, transient_from_status, transient_from_transport
+from adapters.retry import MIN_ATTEMPT_SECONDS, RetryPolicy
+
+
+def pooled_http(concurrency: int) -> httpx.Client:
+    """One pooled client for every concurrent call (loopback fakes, or the real services)."""
+    size = max(concurrency * 2, 20)
+    return httpx.Client(
+        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size), follow_redirects=False
+    )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The first response with a status that is not transient, and how the call got it."""
+
+    response: httpx.Response
+    attempts: int
+    unanswered: bool  # an earlier request of this call may have been applied unseen
+
+
+class GaveUp(TransientCall):
+    """Every attempt the policy allowed failed transiently (the last failure's code)."""
+
+    def __init__(self, last: TransientCall, *, attempts: int, unanswered: bool) -> None:
+        super().__init__(last.code, retry_after=last.retry_after, unanswered=unanswered)
+        self.attempts = attempts
+
+
+class Caller:
+    """Makes one call: `call` returns an `Answer` or raises `GaveUp`. Thread-safe."""
+
+    def __init__(self, http: httpx.Client, *, timeout: float, retry: RetryPolicy) -> None:
+        self._http = http
+        self._timeout = timeout
+        self._retry = retry
+
+    def call(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        json: Any = None,
+        deadline: float | None = None,
+    ) -> Answer:
+        attempts = 0
+        unanswered = False
+        try:
+            for attempt in self._retry.retrying(retry_on=TransientCall, deadline=deadline):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    try:
+                        response = self._once(method, url, headers, json, deadline)
+                    except TransientCall as failed:
+                        unanswered = unanswered or failed.unanswered
+                        raise
+                    return Answer(response, attempts, unanswered)
+        except TransientCall as failed:
+            raise GaveUp(failed, attempts=attempts, unanswered=unanswered) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _once(
+        self, method: str, url: str, headers: dict[str, str] | None, json: Any, deadline: float | None
+    ) -> httpx.Response:
+        timeout = self._timeout
+        if deadline is not None:
+            remaining = deadline - self._retry.monotonic()
+            if remaining < MIN_ATTEMPT_SECONDS:
+                raise TransientCall("budget")
+            timeout = min(timeout, remaining)
+        try:
+            response = self._http.request(
+                method, url, headers=headers, json=json, timeout=httpx.Timeout(timeout)
+            )
+        except httpx.TransportError as failed:
+            raise transient_from_transport(failed) from None
+        transient = transient_from_status(response)
+        if transient is not None:
+            raise transient
+        return response
+
+
+def text_field(response: httpx.Response, name: str) -> str | None:
+    """A non-empty string field of a JSON object answer, or None."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    value = body.get(name) if isinstance(body, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def refusal_code(service: str, status: int) -> str:
+    return f"{service}_credentials" if status in (401, 403) else f"{service}_refused"
