@@ -1,10 +1,17 @@
-"""analytics/lake/purge.py: every row of the given users leaves every dataset; nothing else changes."""
+"""analytics/lake/purge.py: every row of the given users leaves every dataset; nothing else changes; files of
+failed commits older than the bound go, younger ones and referenced ones stay; the lake ends owner-only."""
 
 from __future__ import annotations
 
+import os
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from analytics.lake import Lake, purge_users, read_snapshot, snapshot, snapshot_as_of
+from analytics.lake.purge import ORPHAN_AGE
 from analytics.views import connect
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
 
@@ -49,3 +56,48 @@ def test_purging_nobody_or_an_unknown_user_changes_nothing(lake: Lake, history: 
     counts = purge_users(lake, ["nobody"])
     assert counts.total_rows == 0 and not any(counts.files_rewritten.values())
     assert _count(lake, "SELECT count(*) FROM changes") == len(history.events)
+
+
+def _modes(lake: Lake) -> set[tuple[str, int]]:
+    found = {("folder", os.stat(lake.base).st_mode & 0o777)}
+    for folder, folders, names in os.walk(lake.base):
+        found |= {("folder", os.stat(os.path.join(folder, n)).st_mode & 0o777) for n in folders}
+        found |= {("file", os.stat(os.path.join(folder, n)).st_mode & 0o777) for n in names}
+    return found
+
+
+def test_after_a_purge_every_file_of_the_lake_is_0600_and_every_folder_0700(
+    lake: Lake, history: TableSim
+) -> None:
+    previous = os.umask(0o022)  # delta-rs creates with the umask: the common one makes files 0644
+    try:
+        _land(lake, history)
+        snapshot(lake)
+        snapshot_as_of(lake, history.events[100].created_at)
+        purge_users(lake, ["u001"])
+    finally:
+        os.umask(previous)
+    assert _modes(lake) == {("folder", 0o700), ("file", 0o600)}
+
+
+def test_a_purge_keeps_every_file_a_version_references_however_old(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    snapshot(lake)
+    far = datetime.now(UTC) + timedelta(days=3650)  # every file is older than the orphan bound
+    counts = purge_users(lake, ["nobody"], clock=lambda: far)
+    assert not any(counts.orphans_removed.values())
+    assert _count(lake, "SELECT count(*) FROM changes") == len(history.events)
+    assert state_rows(read_snapshot(lake)) == replay(history.events)
+
+
+def test_a_purge_deletes_an_unreferenced_file_older_than_the_bound_and_keeps_a_younger_one(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    young, old = (lake.path(f"changes/part-0000{n}-stray-c000.zstd.parquet") for n in (1, 2))
+    for path in (young, old):
+        pq.write_table(pa.table({"user_id": ["u001"]}), path)
+    stamp = (datetime.now(UTC) - ORPHAN_AGE - timedelta(minutes=1)).timestamp()
+    os.utime(old, (stamp, stamp))
+    counts = purge_users(lake, ["u001"])
+    assert (counts.orphans_removed["changes"], os.path.exists(young), os.path.exists(old)) == (1, True, False)
