@@ -11,16 +11,21 @@
     for batch in track(batches, "replaying parked batches", total=count):
         ...
 
-A bar is drawn only when stderr is a terminal and `entitlements --quiet` was not given: piped output,
-CI logs and tests see nothing, and stdout (a command's result) is never touched. A bar's text is the
-step's description and counts, never a record's content. rich is imported only when a bar is drawn.
+A bar is drawn only when stderr is a terminal and `entitlements --quiet` was not given, and stdout (a
+command's result) is never touched. Elsewhere (piped output, CI logs) a step given `every=SECONDS` writes
+one line to stderr each time that long has passed while it runs (`mining cleanup_latency: 12 s`, with its
+counts when known), so that a long step is never minutes of silence; a step shorter than that writes
+nothing, and other steps nothing at all. A bar's or line's text is the step's description and counts,
+never a record's content. rich is imported only when a bar is drawn.
 """
 
 from __future__ import annotations
 
-__all__ = ["ProgressStep", "is_quiet", "progress", "set_quiet", "track"]
+__all__ = ["LINE_SECONDS", "ProgressStep", "is_quiet", "progress", "set_quiet", "track"]
 
 import sys
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -28,6 +33,9 @@ from typing import Any, TypeVar
 _T = TypeVar("_T")
 
 _quiet = False
+
+# How often a long step away from a terminal says it is still running (the issue's "every few seconds").
+LINE_SECONDS = 5.0
 
 
 def set_quiet(quiet: bool) -> None:
@@ -45,10 +53,12 @@ def is_quiet() -> bool:
 class ProgressStep:
     """One step's bar. Every method is a no-op when bars are off."""
 
-    def __init__(self, bar: Any = None, task: Any = None) -> None:
+    def __init__(self, bar: Any = None, task: Any = None, description: str = "") -> None:
         self._bar = bar
         self._task = task
         self.done = 0
+        self.total: int | None = None
+        self.description = description
 
     def advance(self, amount: int = 1) -> None:
         self.done += amount
@@ -57,25 +67,65 @@ class ProgressStep:
 
     def at(self, done: int, total: int | None) -> None:
         """Where the step is, as a library's `progress(done, total)` callback reports it."""
-        self.done = done
+        self.done, self.total = done, total
         if self._bar is not None:
             self._bar.update(self._task, completed=done, total=total)
 
     def set_total(self, total: int | None) -> None:
         """The step's size once known (None: unknown, the bar pulses)."""
+        self.total = total
         if self._bar is not None:
             self._bar.update(self._task, total=total)
 
     def describe(self, description: str) -> None:
+        self.description = description
         if self._bar is not None:
             self._bar.update(self._task, description=description)
 
 
+def _line(step: ProgressStep, elapsed: float) -> str:
+    counts = f" {step.done}/{step.total}" if step.total else f" {step.done}" if step.done else ""
+    return f"{step.description}:{counts} {elapsed:.0f} s"
+
+
 @contextmanager
-def progress(description: str, total: int | None = None) -> Iterator[ProgressStep]:
-    """A bar for one step, removed when the step ends (the command's own summary line stays)."""
+def _lines(step: ProgressStep, every: float) -> Iterator[ProgressStep]:
+    """A line on stderr each `every` seconds until the step ends (a daemon thread: it never holds the
+    process open; a write to a closed stderr stops it)."""
+    ended = threading.Event()
+    started = time.monotonic()
+
+    def tell() -> None:
+        while not ended.wait(every):
+            try:
+                sys.stderr.write(_line(step, time.monotonic() - started) + "\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):  # stderr closed under us: nothing left to tell
+                return
+
+    teller = threading.Thread(target=tell, name="progress-lines", daemon=True)
+    teller.start()
+    try:
+        yield step
+    finally:
+        ended.set()
+        teller.join()
+
+
+@contextmanager
+def progress(
+    description: str, total: int | None = None, *, every: float | None = None
+) -> Iterator[ProgressStep]:
+    """A bar for one step, removed when the step ends (the command's own summary line stays); away
+    from a terminal, with `every`, a line each `every` seconds while it runs."""
     if is_quiet():
-        yield ProgressStep()
+        step = ProgressStep(description=description)
+        step.total = total
+        if every is None or _quiet:
+            yield step
+            return
+        with _lines(step, every):
+            yield step
         return
     from rich.console import Console  # noqa: PLC0415 (only when a bar is drawn)
     from rich.progress import (  # noqa: PLC0415
@@ -97,7 +147,9 @@ def progress(description: str, total: int | None = None) -> Iterator[ProgressSte
         transient=True,
     )
     with bar:
-        yield ProgressStep(bar, bar.add_task(description, total=total))
+        step = ProgressStep(bar, bar.add_task(description, total=total), description)
+        step.total = total
+        yield step
 
 
 def track(items: Iterable[_T], description: str, total: int | None = None) -> Iterator[_T]:

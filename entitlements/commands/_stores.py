@@ -18,7 +18,9 @@ __all__ = [
     "one_line_errors",
     "print_counts",
     "print_report",
+    "read_store",
     "redrive_store",
+    "state_stores",
     "store_commands",
 ]
 
@@ -157,7 +159,7 @@ def _unreadable(kind: StoreKind, store: Quarantine | DeadLetters, error: OSError
     )
 
 
-def _read(kind: StoreKind, store: Quarantine | DeadLetters, read: Callable[[], _T]) -> _T:
+def read_store(kind: StoreKind, store: Quarantine | DeadLetters, read: Callable[[], _T]) -> _T:
     try:
         return read()
     except OSError as error:
@@ -180,7 +182,7 @@ def _export(kind: StoreKind, store: Quarantine | DeadLetters, destination: Path)
         ) from None
 
 
-def _stores(settings: Settings) -> Stores:
+def state_stores(settings: Settings) -> Stores:
     """The consumer's stores; a state folder that is not there is a misconfiguration, never 0 records
     (a consumer that ran has one, whether or not it ever stored a record)."""
     state = settings.consumer.state_dir
@@ -199,13 +201,13 @@ def store_commands(kind: StoreKind, *, help_text: str) -> typer.Typer:
 
     @app.command("list", help=f"How many {kind.noun} there are, by reason (no content).")
     def list_records() -> None:
-        store = kind.store(_stores(load_settings()))
-        print_counts(kind.label, _read(kind, store, lambda: reason_counts(store)))
+        store = kind.store(state_stores(load_settings()))
+        print_counts(kind.label, read_store(kind, store, lambda: reason_counts(store)))
         exit_if_damaged(f"{kind.command} list", store)
 
     @app.command(help=f"Write all {kind.noun} (raw bytes as base64, reason, position) to a new 0600 file.")
     def export(destination: Annotated[Path, typer.Argument(help=_NEW_FILE)]) -> None:
-        store = kind.store(_stores(load_settings()))
+        store = kind.store(state_stores(load_settings()))
         written = _export(kind, store, destination)
         typer.echo(f"exported {written} {kind.noun} to {destination}")
         exit_if_damaged(f"{kind.command} export", store)
@@ -218,11 +220,11 @@ def redrive_store(kind: StoreKind, run: Callable[[Recovery], RecoveryReport]) ->
     any record stays stored or a damaged file was skipped."""
     configure_logging()
     settings = load_settings()
-    store = kind.store(_stores(settings))
-    if not _read(kind, store, store.count):  # nothing to re-drive: no handler, no AWS needed
+    store = kind.store(state_stores(settings))
+    if not read_store(kind, store, store.count):  # nothing to re-drive: no handler, no AWS needed
         print_report("re-driven", RecoveryReport(), kind.remaining)
         return
-    report = _read(kind, store, lambda: run(build_recovery(settings)))
+    report = read_store(kind, store, lambda: run(build_recovery(settings)))
     print_report("re-driven", report, kind.remaining)
     exit_if_damaged(f"{kind.command} redrive", store)
     if report.remaining:

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
+import pyarrow as pa
 import typer
 
 from analytics.audits import ReportFormat, load_checks, load_config, read_failures, render_report, run_audits
@@ -230,6 +231,28 @@ def _stored_lines(rows: list[dict[str, object]]) -> str:
     return "".join(lines)
 
 
+def _known_checks(checks: list[str] | None) -> None:
+    """A --check that names no check would print nothing and exit 0, read as "no failures"."""
+    known = {c.name for c in load_checks()}
+    unknown = sorted({name for name in checks or [] if name not in known})
+    if unknown:
+        raise AuditInputError(
+            f"audit-failures: unknown checks: {', '.join(unknown)} (the checks are analytics/sql/audits/"
+            "*.sql; see docs/operations/audits.md)"
+        )
+
+
+def _no_such_run(stored: pa.Table, lake: str) -> str:
+    """--audit-id naming no stored run would print nothing and exit 0, read as "no failures"; the line
+    says how many runs are stored (the ids are printed by `audit --store-failures`, never here)."""
+    runs = len(set(stored["audit_id"].to_pylist())) if stored.num_rows else 0
+    return (
+        f"audit-failures: no failing rows are stored under that --audit-id in {lake} ({runs} audit "
+        f"run{'' if runs == 1 else 's'} stored): give the audit_id `entitlements audit --store-failures` "
+        "printed, or leave --audit-id out for every run"
+    )
+
+
 @app.command("audit-failures")
 def audit_failures_command(
     *,
@@ -248,7 +271,11 @@ def audit_failures_command(
     configure_logging("WARNING")
     try:
         settings = load_settings()
-        table = read_failures(lake_from_settings(settings, create=False), audit_id=audit_id)
+        _known_checks(check)
+        lake = lake_from_settings(settings, create=False)
+        table = read_failures(lake, audit_id=audit_id)
+        if audit_id is not None and not table.num_rows:
+            raise AuditInputError(_no_such_run(read_failures(lake), lake.uri))
         rows = [r for r in table.to_pylist() if not check or r["check_name"] in check]
         text = _stored_lines(rows)
         if output is not None:

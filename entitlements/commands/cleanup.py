@@ -115,6 +115,17 @@ def repair(
             dry_run=dry_run,
             progress=bar.at,
         )
+    if report.accounts and not report.accounts_with_rows and not report.unreadable:
+        # Every row repair marks stays in the table (Removed or not): a table holding none of the rows
+        # of the accounts the lake deleted is another table than the lake's, not "0 to mark".
+        typer.echo(
+            f"cleanup repair: the table {settings.consumer.table_name} holds none of the rows of the "
+            f"{report.accounts} deleted account(s) in the lake at {settings.lake.root}: likely the wrong "
+            "table or lake; set ENTITLEMENTS_CONSUMER__TABLE_NAME and ENTITLEMENTS_LAKE__ROOT to the pair "
+            "the consumer wrote",
+            err=True,
+        )
+        raise typer.Exit(2)
     failed = {(c.pk, c.sk): code for c, code in report.failed}
     removed_meanwhile = {(c.pk, c.sk) for c in report.already_removed}
     for candidate in report.candidates:

@@ -20,6 +20,8 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -45,7 +47,7 @@ from analytics.lake import (
 from analytics.views import connect, run_read_only
 from config import load_settings
 from entitlements._logging import configure_logging
-from entitlements._progress import progress
+from entitlements._progress import LINE_SECONDS, progress
 from schema.errors import TerminalError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
@@ -155,7 +157,61 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None) -> None:
+_FORMAT_SUFFIXES = {OutputFormat.TABLE: (".txt",)} | {
+    fmt: tuple(suffix for suffix, of in _SUFFIX_FORMATS.items() if of is fmt)
+    for fmt in (OutputFormat.CSV, OutputFormat.JSON, OutputFormat.PARQUET)
+}
+# Rows rendered between two progress updates while a result is written.
+_WRITE_BATCH = 65_536
+
+
+class OutputRefused(TerminalError):
+    """An --output the command will not write: a suffix that is not the format's, or an existing file."""
+
+
+def _output_format(fmt: OutputFormat | None, output: Path | None, *, force: bool) -> OutputFormat:
+    """The format to write, refusing before the lake is read: a suffix no format writes (`x.xlsx`
+    would get a text table) or one that is another format's, and an existing file unless --force."""
+    if output is None:
+        return fmt or OutputFormat.TABLE
+    suffix = output.suffix.lower()
+    chosen = fmt or _SUFFIX_FORMATS.get(suffix) or (OutputFormat.TABLE if suffix == ".txt" else None)
+    if chosen is None or suffix not in _FORMAT_SUFFIXES[chosen]:
+        wanted = " or ".join(_FORMAT_SUFFIXES[chosen]) if chosen else ".csv, .json, .parquet, .pq or .txt"
+        raise OutputRefused(
+            f"--output {output}: the suffix {suffix or '(none)'} is not what "
+            f"{'--format ' + fmt.value if fmt else 'sql'} writes: name a {wanted} file"
+        )
+    if (output.exists() or output.is_symlink()) and not force:
+        raise OutputRefused(f"--output {output} exists: name a new file, or add --force to overwrite it")
+    return chosen
+
+
+def _open(output: Path, *, force: bool, binary: bool = False) -> Any:
+    """The output file; without --force a file created meanwhile is still never overwritten."""
+    mode = ("w" if force else "x") + ("b" if binary else "")
+    try:
+        return open(output, mode, encoding=None if binary else "utf-8", newline=None if binary else "")
+    except FileExistsError:
+        raise OutputRefused(
+            f"--output {output} exists: name a new file, or add --force to overwrite it"
+        ) from None
+
+
+def _rows(table: pa.Table, step: Any) -> Iterator[dict[str, Any]]:
+    for batch in table.to_batches(max_chunksize=_WRITE_BATCH):
+        yield from batch.to_pylist()
+        step.advance(batch.num_rows)
+
+
+def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None, *, force: bool = False) -> None:
+    with progress(f"writing {table.num_rows} rows", total=table.num_rows, every=LINE_SECONDS) as step:
+        _write_result(table, fmt, output, force, step)
+    if output is not None:
+        typer.echo(f"{table.num_rows} rows written to {output}", err=True)
+
+
+def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force: bool, step: Any) -> None:
     if fmt is OutputFormat.PARQUET:
         if output is None:
             if sys.stdout.isatty():
@@ -165,33 +221,28 @@ def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None) -> None:
             sys.stdout.buffer.write(sink.getvalue().to_pybytes())
             sys.stdout.flush()
             return
-        pq.write_table(table, output, compression="zstd")
-        typer.echo(f"{table.num_rows} rows written to {output}", err=True)
+        with _open(output, force=force, binary=True) as file:
+            pq.write_table(table, file, compression="zstd")
+        step.advance(table.num_rows)
         return
-    rows = table.to_pylist()
     if fmt is OutputFormat.TABLE:
         rendered = Table(*table.column_names, show_lines=False)
-        for row in rows:
+        for row in _rows(table, step):
             rendered.add_row(*(_text(v) for v in row.values()))
         console = Console(file=io.StringIO() if output else sys.stdout, width=250)
         console.print(rendered)
         console.print(f"{table.num_rows} rows")
         if output and isinstance(console.file, io.StringIO):
-            output.write_text(console.file.getvalue(), encoding="utf-8")
+            with _open(output, force=force) as file:
+                file.write(console.file.getvalue())
         return
-    if fmt is OutputFormat.CSV:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(table.column_names)
-        writer.writerows([_text(v) for v in row.values()] for row in rows)
-        text = buffer.getvalue()
-    else:
-        text = json.dumps(rows, default=_text, indent=1) + "\n"
-    if output:
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"{table.num_rows} rows written to {output}", err=True)
-    else:
-        sys.stdout.write(text)
+    with _open(output, force=force) if output else nullcontext(sys.stdout) as file:
+        if fmt is OutputFormat.CSV:
+            writer = csv.writer(file)
+            writer.writerow(table.column_names)
+            writer.writerows([_text(v) for v in row.values()] for row in _rows(table, step))
+        else:
+            file.write(json.dumps(list(_rows(table, step)), default=_text, indent=1) + "\n")
 
 
 @app.command("sql")
@@ -199,6 +250,7 @@ def sql_command(
     query: Annotated[
         str, typer.Argument(help="One SELECT over the lake's views (analytics/sql, schema/lake.md).")
     ],
+    *,
     fmt: Annotated[
         OutputFormat | None,
         typer.Option(
@@ -207,8 +259,13 @@ def sql_command(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", help="Write the result here (.csv, .parquet or .json) instead of stdout."),
+        typer.Option(
+            "--output",
+            help="Write the result to this new file (.csv, .json, .parquet or .txt for a table) instead "
+            "of stdout.",
+        ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     as_of: Annotated[str | None, typer.Option("--as-of", help=_AS_OF_HELP)] = None,
     from_log: Annotated[
         bool,
@@ -219,17 +276,17 @@ def sql_command(
     configure_logging("WARNING")
     settings = load_settings()
     instant = _instant(as_of) if as_of is not None else None
+    chosen = _output_format(fmt, output, force=force)
     lake = lake_from_settings(settings, create=False)
     _outside_lake(lake.base, lake.is_local, output)
-    chosen = fmt or (
-        _SUFFIX_FORMATS.get(output.suffix.lower(), OutputFormat.TABLE) if output else OutputFormat.TABLE
-    )
     # Accounts being erased are hidden by every connection, before their files are purged.
-    con = connect(lake, from_snapshot=not from_log, as_of=instant)
-    try:
-        _emit(run_read_only(con, query), chosen, output)
-    finally:
-        con.close()
+    with progress("running the query", every=LINE_SECONDS):
+        con = connect(lake, from_snapshot=not from_log, as_of=instant)
+        try:
+            result = run_read_only(con, query)
+        finally:
+            con.close()
+    _emit(result, chosen, output, force=force)
 
 
 @app.command("compact")

@@ -34,6 +34,8 @@ class RepairCandidate:
 @dataclass(slots=True)
 class RepairReport:
     accounts: int = 0
+    # Accounts the table holds any row of (Removed or not): none of many means the wrong table.
+    accounts_with_rows: int = 0
     candidates: list[RepairCandidate] = field(default_factory=list)
     marked: int = 0
     # Rows found Removed by someone else between the read and the write (the mark's read-back).
@@ -66,6 +68,8 @@ def repair_removed_rows(
         except GuardUnavailableError as failed:
             report.unreadable[account] = failed.code
             continue
+        if rows:
+            report.accounts_with_rows += 1
         for row in rows:
             if row.is_removed:
                 continue

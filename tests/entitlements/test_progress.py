@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -65,3 +66,33 @@ def test_a_steps_count_is_kept_when_no_bar_is_drawn(monkeypatch: pytest.MonkeyPa
         bar.advance(2)
         bar.advance()
     assert bar.done == 3
+
+
+def _first_line(stream: io.StringIO) -> str:
+    """Wait (bounded) until the step's teller has written a line."""
+    for _ in range(2000):
+        if "\n" in stream.getvalue():
+            return stream.getvalue().splitlines()[0]
+        threading.Event().wait(0.005)
+    raise AssertionError("no progress line")
+
+
+def test_a_step_given_every_writes_lines_with_its_counts_away_from_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stderr = io.StringIO()
+    monkeypatch.setattr(_progress.sys, "stderr", stderr)
+    with progress("writing 3 rows", total=3, every=0.01) as step:
+        step.advance(2)
+        line = _first_line(stderr)
+    assert line.startswith("writing 3 rows: 2/3 ") and line.endswith(" s")
+    assert capsys.readouterr().out == ""
+
+
+def test_quiet_turns_the_lines_off_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    stderr = io.StringIO()
+    monkeypatch.setattr(_progress.sys, "stderr", stderr)
+    set_quiet(True)
+    with progress("mining", every=0.001):
+        threading.Event().wait(0.05)
+    assert stderr.getvalue() == ""

@@ -25,6 +25,7 @@ from tests.analytics.lake.delta_files import data_files
 from tests.entitlements.commands._stored import StateDir, stream_record
 from tests.pipeline._consumer_fakes import STREAM
 from tests.support.dynamodb import client
+from tests.support.outcomes import land_outcomes
 
 CANARY = "canary-5e1f-not-to-be-shown"
 
@@ -441,3 +442,81 @@ def test_debug_shows_the_traceback(world: World) -> None:
     result = world.run(["--debug", *COMMANDS["table create"]], **world.dead_aws())
     assert result.exit_code != 0
     assert type(result.exception).__name__ == "AwsRetryableError"
+
+
+# -- silent successes: what would do nothing and exit 0 is one line and a non-zero exit ---------------
+
+
+def test_dead_letter_redrive_of_a_handler_that_does_not_exist_is_refused_and_keeps_the_letters(
+    world: World,
+) -> None:
+    world.state.dead_lettered(stream_record("e-1"))
+    line = refused_on_one_line(world.run([*COMMANDS["dead-letter redrive"], "--handler", "nope"]))
+    assert "--handler names no handler of the consumer" in line and "the dead letters are of: cleanup" in line
+    assert world.state.dead_letters.count() == 1
+
+
+def test_audit_failures_of_an_audit_id_never_stored_is_refused(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run([*COMMANDS["audit-failures"], "--audit-id", "nope"]))
+    assert "no failing rows are stored under that --audit-id" in line and "0 audit runs stored" in line
+
+
+def test_audit_failures_of_a_check_that_does_not_exist_is_refused(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run([*COMMANDS["audit-failures"], "--check", "nope"]))
+    assert "unknown checks: nope" in line
+
+
+def test_cleanup_repair_on_a_table_holding_none_of_the_lakes_rows_names_the_likely_wrong_table(
+    world: World,
+) -> None:
+    create_table(client(world.moto, "dynamodb"), world.env["ENTITLEMENTS_CONSUMER__TABLE_NAME"])
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run(COMMANDS["cleanup repair"]))
+    assert "holds none of the rows of the" in line and "likely the wrong table" in line
+    assert "ENTITLEMENTS_CONSUMER__TABLE_NAME" in line
+
+
+def test_an_audit_over_no_change_rows_and_some_outcomes_never_passes(world: World) -> None:
+    lake = open_lake(str(world.tmp / "lake"))
+    land_outcomes(lake, *clean_story().outcomes)
+    result = world.run(COMMANDS["audit"])
+    line = refused_on_one_line(result)
+    assert "no change rows" in line and result.exit_code == 2 and "PASS" not in result.output
+
+
+def test_sql_refuses_an_output_suffix_it_does_not_write_and_writes_nothing(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--output", "{tmp}/x.xlsx"]))
+    assert "the suffix .xlsx is not what sql writes" in line
+    assert not (world.tmp / "x.xlsx").exists()
+
+
+def test_sql_refuses_an_output_suffix_that_is_another_formats(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--format", "csv", "--output", "{tmp}/x.json"]))
+    assert "not what --format csv writes: name a .csv file" in line
+
+
+def test_sql_refuses_to_overwrite_an_existing_output_without_force(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    (world.tmp / "out.csv").write_text("kept")
+    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--output", "{tmp}/out.csv"]))
+    assert "exists" in line and "--force" in line
+    assert (world.tmp / "out.csv").read_text() == "kept"
+
+
+def test_sql_overwrites_an_existing_output_with_force(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    (world.tmp / "out.csv").write_text("old")
+    result = world.run([*COMMANDS["sql"], "--output", "{tmp}/out.csv", "--force"])
+    assert result.exit_code == 0, result.output
+    assert (world.tmp / "out.csv").read_text().splitlines()[0] == "count_star()"
+
+
+def test_sql_writes_a_text_table_to_a_txt_output(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    result = world.run([*COMMANDS["sql"], "--output", "{tmp}/out.txt"])
+    assert result.exit_code == 0, result.output
+    assert "1 rows" in (world.tmp / "out.txt").read_text()
