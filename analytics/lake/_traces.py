@@ -10,9 +10,9 @@ and each DELETE's predicate. So a scan lists the folder and reads each file:
   string value the same way;
 - a log file (`_delta_log/*.json`, `_last_checkpoint`, a commit's `*.tmp`): every line as JSON, each
   string equal to the id or its key, nested JSON (an add action's `stats`) parsed in turn; a commit's
-  operation parameters (a DELETE's SQL predicate) are text, matched on the id bounded by characters that
-  cannot be part of an id, so a short id never matches inside another; a line that is not JSON is
-  matched that way as bytes;
+  predicates (a DELETE's or a MERGE's SQL, under keys naming a predicate) are text, matched on the id
+  bounded by characters that cannot be part of an id, so a short id never matches inside another id, a
+  path or a number; a line that is not JSON is matched that way as bytes;
 - a checkpoint (`_delta_log/*.checkpoint*.parquet`): every value of every row, as a log entry.
 
 Matching whole values, never substrings, keeps `1` from matching `u001` or a row count. A file that
@@ -159,19 +159,19 @@ class _Matcher:
         if isinstance(value, str):
             if value in self.values:
                 return True
-            if sql:
-                return self._bounded.search(value) is not None
             if value and value[0] in "{[":
                 try:
                     nested = json.loads(value)
                 except ValueError:
-                    return False
-                return self._holds(nested, sql=False)
-            return False
+                    nested = None
+                if nested is not None:
+                    return self._holds(nested, sql=False)
+            # Only a predicate is SQL text naming ids inside it; any other text (a location, a mode) is
+            # matched whole, so a short id never matches a path or a number in it.
+            return sql and self._bounded.search(value) is not None
         if isinstance(value, dict):
             return any(
-                # A commit's operation parameters are SQL text (a DELETE's predicate), not values.
-                self._holds(item, sql=sql or key == "operationParameters")
+                self._holds(item, sql=isinstance(key, str) and "predicate" in key.lower())
                 for key, item in value.items()
             )
         if isinstance(value, list | tuple):

@@ -9,8 +9,11 @@ from functools import partial
 from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
-from analytics.lake import Lake
+from analytics.lake import Lake, snapshot
+from analytics.lake._delta import delete_rows
 from analytics.lake._mask import MASK_PATH
+from analytics.lake._traces import scan_table
+from analytics.lake.purge import PURGED_DATASETS
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, land
 
@@ -66,3 +69,44 @@ def test_holds_answers_none_when_a_data_file_cannot_be_read(lake: Lake, history:
     with open(lake.path(data_files(lake, "changes")[0]), "wb") as damaged:
         damaged.write(b"not parquet")
     assert AnalyticsLakeEraser(lake).holds("u001") is None
+
+
+def test_holds_answers_yes_for_a_user_named_only_by_the_log(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    delete_rows(lake, "changes", "user_id = 'u001' OR pk = 'USER#u001'")  # no vacuum, no log clean-up
+    for name in ("outcomes", "snapshots/state", "snapshots/as_of"):
+        delete_rows(lake, name, "user_id = 'u001'")
+    held = scan_table(lake, "changes", "u001").files_holding
+    assert AnalyticsLakeEraser(lake).holds("u001") is True
+    assert any("_delta_log" in path for path in held)
+
+
+def test_holds_answers_no_for_a_short_id_nobody_has(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    snapshot(lake)
+    assert AnalyticsLakeEraser(lake).holds("1") is False
+
+
+def test_traces_counts_per_table_the_files_read_and_those_holding_the_user(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    eraser = AnalyticsLakeEraser(lake)
+    before = eraser.traces("u001")
+    eraser.purge(["u001"])
+    after = eraser.traces("u001")
+    changes_before, changes_after = before["changes"], after["changes"]
+    assert changes_before is not None and changes_after is not None
+    assert changes_before.traces > 0 and changes_before.files_scanned >= changes_before.traces
+    assert {name: t.traces if t else None for name, t in after.items()} == dict.fromkeys(PURGED_DATASETS, 0)
+    assert changes_after.files_scanned > 0
+
+
+def test_traces_answers_none_for_a_table_a_file_of_which_cannot_be_read(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    with open(lake.path(data_files(lake, "changes")[0]), "wb") as damaged:
+        damaged.write(b"not parquet")
+    traces = AnalyticsLakeEraser(lake).traces("u001")
+    assert (traces["changes"], traces["outcomes"] is not None) == (None, True)
