@@ -15,6 +15,13 @@ three rules that keep the workload to what real users do:
   is retired or cancelled) happens by itself.
   With SaveIfActive the service answers such a link 404 (`entitlement_not_active`), terminal.
 
+`concurrent_same_user` (bursts per second; 0 none) adds, beside the clients, bursts of two requests for
+ONE user sent at the same instant (a barrier releases both): two signups of a fresh user, or two second
+signups of an active one, so the service's own concurrency guard is what decides, as it must when a
+client retries or double-submits. The user is taken out of the mix for the burst. The service answers
+the loser 409 `concurrent_request` (docs/table.md): a documented answer, counted as such, never a
+failure; any other answer than 2xx or that is counted as undocumented.
+
 Which interleavings happen is left to the threads (the fakes' latency widens the window); the demo forces
 them instead, through the fakes' hooks. The choices are seeded; the timing is not.
 
@@ -24,7 +31,7 @@ The summary counts requests and answers by operation and status (never ids); the
 
 from __future__ import annotations
 
-__all__ = ["WorkloadConfig", "WorkloadSummary", "run_service_workload"]
+__all__ = ["SameUserBursts", "WorkloadConfig", "WorkloadSummary", "run_service_workload"]
 
 import logging
 import random
@@ -48,6 +55,8 @@ _PATHS = {
     Operation.RELINK: "processor",
 }
 NOT_ACTIVE = "entitlement_not_active"
+CONCURRENT_REQUEST = "concurrent_request"
+_BURST_SIZE = 2  # requests of one user released together
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +69,15 @@ class WorkloadConfig:
     contention: float = 0.5
     rate: float = 0.0  # requests per second over all clients; 0 is as fast as the service answers
     request_timeout_seconds: float = 30.0
+    concurrent_same_user: float = 0.0  # bursts per second of two simultaneous requests for one user
     # Prefixed to every user id: runs in one process share moto's state, so each run names its own users.
     namespace: str = ""
 
     def __post_init__(self) -> None:
         if self.users < 1 or self.clients < 1:
             raise ValueError("users and clients must be at least 1")
-        if self.operations < 0 or self.rate < 0:
-            raise ValueError("operations and rate must be non-negative")
+        if self.operations < 0 or self.rate < 0 or self.concurrent_same_user < 0:
+            raise ValueError("operations, rate and concurrent_same_user must be non-negative")
         if not 0.0 <= self.contention <= 1.0:
             raise ValueError("contention must be between 0 and 1")
 
@@ -90,6 +100,7 @@ class WorkloadSummary:
     service_stats: dict[str, Any] = field(default_factory=dict)
     planted_faults: list[PlantedFault] = field(default_factory=list)
     unguarded_links: dict[str, int] | None = None
+    same_user: SameUserBursts | None = None
 
     def to_json(self, *, include_keys: bool = False) -> dict[str, Any]:
         """The summary as JSON-ready data. Item keys and canary tokens only with `include_keys`."""
@@ -114,7 +125,31 @@ class WorkloadSummary:
         }
         if self.unguarded_links is not None:
             out["unguarded_links"] = dict(self.unguarded_links)
+        if self.same_user is not None:
+            out["concurrent_same_user"] = self.same_user.to_json()
         return out
+
+
+@dataclass(slots=True)
+class SameUserBursts:
+    """What the bursts of simultaneous same-user requests came to (counts only, never ids)."""
+
+    bursts: int = 0
+    requests: int = 0
+    answers: dict[str, dict[str, int]] = field(default_factory=dict)  # operation -> status -> count
+    concurrent_request: int = 0  # 409 concurrent_request: the documented answer to the loser
+    undocumented: int = 0  # neither 2xx nor 409 concurrent_request (nor 503 / a transport error)
+    overlapped: int = 0  # bursts whose requests were all in flight at once (seen by the workload)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bursts": self.bursts,
+            "requests": self.requests,
+            "answers": {op: dict(sorted(by.items())) for op, by in sorted(self.answers.items())},
+            "concurrent_request": self.concurrent_request,
+            "undocumented": self.undocumented,
+            "overlapped": self.overlapped,
+        }
 
 
 @dataclass(slots=True, eq=False)
@@ -196,6 +231,35 @@ class _Model:
                 user.contended = True
         self.refresh(user)
         return operation, user
+
+    def choose_burst(self) -> tuple[Operation, _User] | None:
+        """A user for a same-user burst, taken out of the mix: a fresh one (two signups) or an active
+        one with nothing in flight (two second signups)."""
+        candidates = [(Operation.SIGNUP, self.fresh), (Operation.SECOND_SIGNUP, self.active_free)]
+        candidates = [(op, bag) for op, bag in candidates if len(bag)]
+        if not candidates:
+            return None
+        operation, bag = candidates[self.rng.randrange(len(candidates))]
+        user = bag.choice(self.rng)
+        if user.relinking:  # a relink beside the burst would make its answers a third request's
+            return None
+        user.busy = True
+        self.refresh(user)
+        return operation, user
+
+    def finish_burst(self, operation: Operation, user: _User, statuses: list[int | None]) -> None:
+        user.busy = False
+        if any(status in (200, 201) for status in statuses):
+            user.state = "active"  # one of them won; the others lost (409) or answered the same account
+        elif operation is Operation.SECOND_SIGNUP and all(
+            status in (409, 503) or status is None for status in statuses
+        ):
+            pass  # no winner written, or unknown: the user stays as believed
+        elif operation is Operation.SIGNUP and all(status == 503 or status is None for status in statuses):
+            pass  # not written or unknown: a signup may be tried again
+        else:
+            user.state = "retired"
+        self.refresh(user)
 
     def finish(self, operation: Operation, user: _User, status: int | None) -> None:
         if operation is Operation.RELINK:
@@ -299,15 +363,89 @@ class _Run:
                 response = None
             self.record(operation, user, response)
 
+    def burst(self) -> bool:
+        """One burst of simultaneous requests for one user; False when no user could be taken."""
+        with self.model.lock:
+            chosen = self.model.choose_burst()
+        if chosen is None:
+            return False
+        operation, user = chosen
+        barrier = threading.Barrier(_BURST_SIZE)
+        spans: list[tuple[float, float]] = []
+        answers: list[httpx.Response | None] = []
+        lock = threading.Lock()
+
+        def send() -> None:
+            barrier.wait()
+            started = time.monotonic()
+            try:
+                response: httpx.Response | None = self.client.post(f"/{user.user_id}/{_PATHS[operation]}")
+            except httpx.HTTPError:
+                response = None
+            with lock:
+                spans.append((started, time.monotonic()))
+                answers.append(response)
+
+        senders = [
+            threading.Thread(target=send, name=f"same-user-{i}", daemon=True) for i in range(_BURST_SIZE)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        statuses = [response.status_code if response is not None else None for response in answers]
+        with self.model.lock:
+            self.model.finish_burst(operation, user, statuses)
+            self.model.lock.notify_all()
+        bursts = self.summary.same_user
+        assert bursts is not None
+        with self.counts_lock:
+            bursts.bursts += 1
+            bursts.requests += len(answers)
+            # Every request started before any had its answer: they were in flight together.
+            bursts.overlapped += int(max(start for start, _ in spans) < min(end for _, end in spans))
+            by_status = bursts.answers.setdefault(operation.value, {})
+            for response in answers:
+                status = "transport_error" if response is None else str(response.status_code)
+                by_status[status] = by_status.get(status, 0) + 1
+                if response is None or response.status_code in (200, 201, 503):
+                    continue
+                if response.status_code == 409 and _error_code(response) == CONCURRENT_REQUEST:
+                    bursts.concurrent_request += 1
+                else:
+                    bursts.undocumented += 1
+        return True
+
+    def burst_loop(self, done: threading.Event) -> None:
+        # The first burst goes with the workload's first requests, however short the workload is.
+        interval = 1.0 / self.config.concurrent_same_user
+        due = time.monotonic()
+        while True:
+            self.burst()
+            due += interval
+            if done.wait(max(0.0, due - time.monotonic())):
+                return
+
     def run(self) -> WorkloadSummary:
         threads = [
             threading.Thread(target=self.client_loop, name=f"workload-client-{i}", daemon=True)
             for i in range(self.config.clients)
         ]
+        done = threading.Event()
+        bursts: threading.Thread | None = None
+        if self.config.concurrent_same_user > 0:
+            self.summary.same_user = SameUserBursts()
+            bursts = threading.Thread(
+                target=self.burst_loop, args=(done,), name="same-user-bursts", daemon=True
+            )
+            bursts.start()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        done.set()
+        if bursts is not None:
+            bursts.join()
         try:
             stats = self.client.get("/stats")
             self.summary.service_stats = stats.json() if stats.status_code == 200 else {}
@@ -336,6 +474,7 @@ def run_service_workload(
             "operations": sum(summary.operations.values()),
             "relinks_rejected": summary.relinks_rejected,
             "clients": config.clients,
+            "same_user_bursts": summary.same_user.bursts if summary.same_user is not None else 0,
         },
     )
     return summary

@@ -103,6 +103,9 @@ class DemoOptions:
     seed: int = 7
     clients: int = 8
     races: int = 3  # forced races of each kind (relink vs second signup, relink vs cancellation)
+    # Bursts per second of two simultaneous requests for one user (`devstack.service_workload`): the
+    # races the service's own guard must decide, arising by themselves beside the mix.
+    concurrent_same_user: float = 5.0
     # Simulated seconds per real second: 63 days in about 15 real seconds.
     speed: float = 63 * 86_400 / 15
     timeout_seconds: float = 600.0  # for each wait (expiries, the stream's end, the retry queue)
@@ -471,6 +474,7 @@ def _drive_the_service(
                 seed=options.seed,
                 rate=options.rate,
                 namespace=namespace,
+                concurrent_same_user=options.concurrent_same_user,
             ),
             service.url,
         )
@@ -478,6 +482,12 @@ def _drive_the_service(
         f"workload: {sum(workload.operations.values())} requests from {options.clients} clients, "
         f"{workload.relinks_rejected} relinks refused by SaveIfActive"
     )
+    if workload.same_user is not None:
+        progress(
+            f"same-user bursts: {workload.same_user.bursts} ({workload.same_user.requests} requests, "
+            f"{workload.same_user.concurrent_request} answered 409 concurrent_request, "
+            f"{workload.same_user.undocumented} undocumented answers)"
+        )
     if options.faults:
         config = SimulationConfig(
             table_name="entitlements",

@@ -37,6 +37,14 @@ def demo(
     seed: Annotated[int, typer.Option()] = 7,
     clients: Annotated[int, typer.Option(min=1, help="Concurrent HTTP clients of the service.")] = 8,
     races: Annotated[int, typer.Option(min=0, help="Forced races of each kind.")] = 3,
+    concurrent_same_user: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Bursts per second of two simultaneous requests for one user beside the mix (0: none); "
+            "a losing request's 409 concurrent_request is a documented answer.",
+        ),
+    ] = 5.0,
     days_per_second: Annotated[
         float, typer.Option(min=0.1, max=20.0, help="Simulated days per real second (63 days = the policy).")
     ] = 4.2,
@@ -72,6 +80,7 @@ def demo(
         seed=seed,
         clients=clients,
         races=races,
+        concurrent_same_user=concurrent_same_user,
         speed=days_per_second * _DAY,
         timeout_seconds=timeout,
         suppressed=frozenset(suppress_fault or ()),
@@ -90,6 +99,13 @@ def demo(
         )
         typer.echo(f"- {operation}: {count} ({answers or 'none'})")
     typer.echo(f"- relinks refused (ErrEntitlementNotActive, 404): {result.workload.relinks_rejected}")
+    bursts = result.workload.same_user
+    if bursts is not None:
+        typer.echo(
+            f"- same-user bursts (two simultaneous requests for one user): {bursts.bursts}, answers "
+            f"{bursts.answers}, 409 concurrent_request {bursts.concurrent_request}, undocumented "
+            f"{bursts.undocumented}"
+        )
     races_seen = result.races
     typer.echo("\n## Races forced through the fakes' hooks (link answers by status)\n")
     typer.echo(

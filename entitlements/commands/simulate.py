@@ -3,10 +3,13 @@
 With `--clients N` the mix goes as HTTP requests from N concurrent clients to the service
 (`devstack.service_workload`): a service started in this process on 127.0.0.1 with the settings' table,
 Array and transactions-service (the local stack's fakes), or the one at `--service-url`.
-`--unguarded-links` (in-process service only; refused unless every endpoint is loopback) makes the link
-write an unconditional put (`devstack.unguarded_links`), to show the harm the service design guards
-against (a link's stale put writing a retired row back Active: docs/table.md). `--faults` plants the
-anomalies the service cannot produce by direct table writes, labelled `planted_by_direct_write`.
+`--concurrent-same-user RATE` adds, beside the clients, RATE bursts per second of two simultaneous
+requests for one user, so races the service's guard decides arise by themselves (a loser's 409
+`concurrent_request` is counted as the documented answer). `--unguarded-links` (in-process service
+only; refused unless every endpoint is loopback) makes the link write an unconditional put
+(`devstack.unguarded_links`), to show the harm the service design guards against (a link's stale put
+writing a retired row back Active: docs/table.md). `--faults` plants the anomalies the service cannot
+produce by direct table writes, labelled `planted_by_direct_write`.
 
 With `--clients 0` (the default) the simulator writes the table directly (`devstack.simulator`).
 """
@@ -87,6 +90,14 @@ def simulate(
         str | None,
         typer.Option(help="With --clients: the running service to drive; default one started in-process."),
     ] = None,
+    concurrent_same_user: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="With --clients: bursts per second of two simultaneous requests for one user (0: none); "
+            "a losing request's 409 concurrent_request is a documented answer.",
+        ),
+    ] = 0.0,
     unguarded_links: Annotated[
         bool,
         typer.Option(
@@ -131,6 +142,8 @@ def simulate(
         )
     except ValueError as error:
         raise typer.BadParameter(str(error)) from None
+    if concurrent_same_user > 0 and clients == 0:
+        raise typer.BadParameter("--concurrent-same-user needs --clients (requests through the service)")
     if unguarded_links and (clients == 0 or service_url is not None):
         raise typer.BadParameter("--unguarded-links needs --clients and the in-process service")
     if summary_json is not None:  # a folder that cannot hold it is refused before anything is written
@@ -145,7 +158,13 @@ def simulate(
             summary = run_simulation(config, table, clock_from_settings(settings.clock), progress=bar.at)
     else:
         summary = _through_the_service(
-            settings, config, table, clients=clients, service_url=service_url, unguarded=unguarded_links
+            settings,
+            config,
+            table,
+            clients=clients,
+            service_url=service_url,
+            unguarded=unguarded_links,
+            concurrent_same_user=concurrent_same_user,
         )
     if summary_json is not None:
         _write_private(summary_json, json.dumps(summary.to_json(include_keys=True), indent=2) + "\n")
@@ -160,6 +179,7 @@ def _through_the_service(
     clients: int,
     service_url: str | None,
     unguarded: bool,
+    concurrent_same_user: float,
 ) -> WorkloadSummary:
     from devstack.service_workload import WorkloadConfig, run_service_workload  # noqa: PLC0415
     from devstack.simulator import FaultKind, plant_faults  # noqa: PLC0415
@@ -182,6 +202,7 @@ def _through_the_service(
         seed=config.seed,
         contention=config.contention,
         rate=config.rate,
+        concurrent_same_user=concurrent_same_user,
     )
     planted = (
         plant_faults(config, table, clock_from_settings(settings.clock), direct_write_faults)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from devstack.fake_array import PROCESSOR_TOKEN
@@ -129,3 +131,73 @@ def test_with_save_if_active_a_contended_workload_leaves_no_user_with_two_active
     with local_service(world.settings) as running:
         run_service_workload(config, running.url)
     assert max(active_rows_by_user(dynamodb, table).values()) == 1
+
+
+def test_through_the_service_same_user_bursts_leave_no_user_with_two_active_rows(
+    world: World, dynamodb: Any, table: TableDescription
+) -> None:
+    config = WorkloadConfig(users=10, operations=60, clients=4, seed=7, concurrent_same_user=40.0)
+    with local_service(world.settings) as running:
+        summary = run_service_workload(config, running.url)
+    assert summary.same_user is not None
+    assert (summary.same_user.bursts > 0, summary.same_user.undocumented) == (True, 0)
+    assert max(active_rows_by_user(dynamodb, table).values()) == 1
+
+
+class _SameUserRecorder:
+    """A stand-in service that answers after the requests of one user's burst have all arrived (or 5 s
+    passed), and records how many requests of one user were in flight at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.in_flight: dict[str, int] = {}
+        self.most_at_once: dict[str, int] = {}
+        self.answered: dict[str, int] = {}
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        user = request.url.path.split("/")[1]
+        if request.url.path == "/stats":
+            return httpx.Response(200, json={})
+        with self.lock:
+            self.in_flight[user] = self.in_flight.get(user, 0) + 1
+            self.most_at_once[user] = max(self.most_at_once.get(user, 0), self.in_flight[user])
+            self.lock.notify_all()
+            self.lock.wait_for(lambda: self.in_flight[user] >= 2, timeout=5.0)
+            self.in_flight[user] -= 1
+            first = self.answered.get(user, 0) == 0
+            self.answered[user] = self.answered.get(user, 0) + 1
+        if first:
+            return httpx.Response(201, json={"arrayAccountId": "a"})
+        return httpx.Response(409, json={"error": "concurrent_request", "message": "lost"})
+
+
+def test_concurrent_same_user_sends_simultaneous_requests_for_one_user() -> None:
+    recorder = _SameUserRecorder()
+    http = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(recorder.handler))
+    config = WorkloadConfig(users=4, operations=0, clients=1, seed=5, concurrent_same_user=50.0)
+    summary = run_service_workload(config, "http://127.0.0.1:9", http=http)
+    assert summary.same_user is not None
+    assert summary.same_user.bursts >= 1
+    assert max(recorder.most_at_once.values()) == 2
+    assert summary.same_user.overlapped == summary.same_user.bursts
+
+
+def test_a_409_concurrent_request_is_counted_as_the_documented_answer_not_a_failure() -> None:
+    recorder = _SameUserRecorder()
+    http = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(recorder.handler))
+    config = WorkloadConfig(users=4, operations=0, clients=1, seed=6, concurrent_same_user=50.0)
+    summary = run_service_workload(config, "http://127.0.0.1:9", http=http)
+    assert summary.same_user is not None
+    assert (summary.same_user.concurrent_request, summary.same_user.undocumented) == (
+        summary.same_user.bursts,
+        0,
+    )
+
+
+def test_without_concurrent_same_user_no_burst_is_sent() -> None:
+    recorder = _SameUserRecorder()
+    http = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(recorder.handler))
+    summary = run_service_workload(
+        WorkloadConfig(users=2, operations=0, clients=1), "http://127.0.0.1:9", http=http
+    )
+    assert (summary.same_user, recorder.most_at_once) == (None, {})

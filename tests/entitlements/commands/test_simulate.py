@@ -166,6 +166,26 @@ def test_with_clients_the_service_counts_what_the_clients_sent(
     assert links == summary["operations"]["relink"]
 
 
+def test_concurrent_same_user_sends_simultaneous_requests_for_one_user_through_the_service(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint, table, "--clients", "2", "--users", "8", "--operations", "30", "--seed", "3",
+        "--concurrent-same-user", "20", **service_env(world),
+    )  # fmt: skip
+    bursts = json.loads(result.stdout)["concurrent_same_user"]
+    assert (bursts["bursts"] > 0, bursts["requests"], bursts["undocumented"]) == (
+        True,
+        2 * bursts["bursts"],
+        0,
+    )
+
+
+def test_concurrent_same_user_needs_clients(moto_endpoint: str, table: TableDescription) -> None:
+    result = invoke(moto_endpoint, table, "--concurrent-same-user", "2")
+    assert (result.exit_code, "--concurrent-same-user needs --clients" in result.output) == (2, True)
+
+
 def test_faults_with_clients_are_planted_by_direct_writes_and_labelled_so(
     moto_endpoint: str, table: TableDescription, world: World
 ) -> None:
