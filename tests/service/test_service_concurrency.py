@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,7 +98,7 @@ def stack(moto_endpoint: str, dynamodb: Any, tmp_path_factory: pytest.TempPathFa
             "AWS_EC2_METADATA_DISABLED": "true",
             # Longer than any hold: a create-user retried after a client timeout may make a second
             # account the service never learns of (docs/local-stack.md), which is not what this tests.
-            "ENTITLEMENTS_ARRAY__TIMEOUT_SECONDS": "30",
+            "ENTITLEMENTS_SERVICE__HTTP_TIMEOUT_SECONDS": "30",
             # The source tree under test first, whatever the environment's install holds.
             "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")]),
         }
@@ -143,7 +144,7 @@ def _partition(stack: Stack, user: str) -> list[dict[str, Any]]:
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def _check_invariants(stack: Stack, user: str) -> None:
+def _check_invariants(stack: Stack, user: str, answers: list[tuple[str, int, dict[str, Any]]]) -> None:
     items = _partition(stack, user)
     rows = [i for i in items if i["sk"]["S"].startswith("ENTITLEMENT#")]
     active = [r for r in rows if r["status"]["S"] == "Active"]
@@ -154,7 +155,8 @@ def _check_invariants(stack: Stack, user: str) -> None:
             assert row["arrayAccountId"]["S"] in scheduled, f"a {row['status']['S']} row without cleanup"
     named = {r["arrayAccountId"]["S"] for r in rows} | scheduled
     created = set(stack.world.array.accounts_created_for(user))
-    assert created <= named, f"{len(created - named)} Array accounts neither a row's nor scheduled"
+    tally = Counter((route, status, body.get("error")) for route, status, body in answers)
+    assert created <= named, f"{len(created - named)} Array accounts neither a row's nor scheduled: {tally}"
 
 
 # -- driving requests ---------------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def test_concurrent_requests_for_one_user_leave_one_active_row_and_every_account
         (route, status, body) for route, status, body in answers if not _documented(route, status, body)
     ]
     assert refused == []
-    _check_invariants(stack, user)
+    _check_invariants(stack, user, answers)
     if kind in ("signup", "array-signup", "processor"):
         rows = [i for i in _partition(stack, user) if i["sk"]["S"].startswith("ENTITLEMENT#")]
         assert [r["status"]["S"] for r in rows].count("Active") == 1
