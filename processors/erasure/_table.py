@@ -1,6 +1,10 @@
 """The entitlements table's side of an erasure: every item under the user's partition key
-(`USER#<userId>`: entitlement rows, the cancellation record, stale records, anything unknown), the Array
-accounts they name, and batched deletes.
+(`USER#<userId>`: entitlement rows, the cancellation record, stale records, the service's guard and
+idempotency records, anything unknown), the Array accounts they name, and batched deletes.
+
+The guard (`#GUARD`) and the idempotency records (`IDEMPOTENCY#<digest>`: the first answer to a keyed
+request, which names the user's account in its stored body) are the service's own bookkeeping: they go
+with the other items (`other_keys`), so an erased user leaves nothing behind, not even a guard version.
 
 Reads are strongly consistent. Deletes go in BatchWriteItem calls of at most 25 keys, each bounded by the
 batch timeout; unprocessed keys are retried within the handler's deadline. Deleting a key that is already
@@ -44,7 +48,7 @@ class UserItems:
 
     entitlement_keys: tuple[Key, ...] = ()
     cleanup_keys: tuple[Key, ...] = ()
-    other_keys: tuple[Key, ...] = ()
+    other_keys: tuple[Key, ...] = ()  # the guard, idempotency records and anything unknown
     array_account_ids: tuple[str, ...] = field(default=())
 
     @property
@@ -123,7 +127,7 @@ class UserTable:
                     entitlements.append(key)
                 elif kind in (ItemKind.CANCELLATION, ItemKind.STALE):
                     cleanups.append(key)
-                else:
+                else:  # the guard, idempotency records (service bookkeeping) and unknown items
                     others.append(key)
                 account = _account_named(item, sort_key)
                 if account is not None and kind is not ItemKind.UNKNOWN:

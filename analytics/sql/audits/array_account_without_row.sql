@@ -11,6 +11,8 @@
 -- (audit_as_of, else the latest stream time in the log), that no version of any entitlement row has
 -- ever named (entitlement_history). The grace is the time the row's stream record has to reach the lake
 -- after the outcome was recorded. created_by says which request created it (signup, second_signup).
+-- An account scheduled on its stale key (a request that lost the user's guard to a concurrent one:
+-- outcome signup.race_lost) has its cleanup path and is not reported.
 -- Erased users are excepted (audit_erasure_exceptions).
 SELECT
     o.user_id,
@@ -27,6 +29,13 @@ WHERE o.kind = 'array.account_created'
         SELECT 1
         FROM entitlement_history AS h
         WHERE h.array_account_id = o.array_account_id
+    )
+    AND NOT EXISTS (
+        SELECT 1
+        FROM changes AS c
+        WHERE c.item_kind = 'stale'
+            AND c.change_kind = 'INSERT'
+            AND c.new_array_account_id = o.array_account_id
     )
     AND NOT EXISTS (SELECT 1 FROM audit_erasure_exceptions AS x WHERE x.user_id = o.user_id)
 ORDER BY created_at, o.user_id

@@ -127,7 +127,7 @@ def test_the_deletes_of_erased_users_are_excepted(story: Story, audit: Audit) ->
 
 def test_an_erasure_ledger_excepts_the_users_it_says_were_erased(story: Story, audit: Audit) -> None:
     class Ledger:
-        def is_erased(self, user_id: str) -> bool:
+        def is_erased(self, user_id: str, at: object = None) -> bool:
             return user_id == "frank"
 
     story.delete(entitlement_key("frank", "acct-f1"))
@@ -348,6 +348,25 @@ def test_an_account_created_at_array_whose_row_never_landed_is_found(story: Stor
     assert keys(report, "array_account_without_row", "user_id", "array_account_id", "created_by") == {
         ("zoe", "acct-z1", "signup")
     }
+
+
+def test_an_account_a_lost_race_scheduled_on_its_stale_key_is_not_an_account_without_row(
+    story: Story, audit: Audit
+) -> None:
+    story.account_created("zoe", "acct-z2")  # the signup lost the guard: no row, a stale record instead
+    story.put(story.record(stale_key("zoe", "acct-z2"), "zoe", "acct-z2", epoch(story.now) + DAY))
+    story.tick(hours=2)
+    story.signup("yann", "acct-y1")
+    assert "array_account_without_row" not in found(audit(story))
+
+
+def test_a_ttl_removal_of_an_idempotency_record_is_not_a_finding(story: Story, audit: Audit) -> None:
+    story.signup("zoe", "acct-z1")
+    keys_ = {"pk": "USER#zoe", "sk": "IDEMPOTENCY#d1"}
+    story.put({**keys_, "userId": "zoe", "requestDigest": "r", "responseStatus": 201, "responseBody": "{}"})
+    story.tick(hours=25)
+    story.delete(keys_, ttl=True)
+    assert found(audit(story)) == {}
 
 
 def test_a_signup_whose_row_landed_is_not_an_account_without_row(story: Story, audit: Audit) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from processors.erasure._bounded import BoundedCalls, Deadline
 from processors.erasure._table import UserTable
-from schema.table import CANCELLATION_SK, ENTITLEMENT_SK_PREFIX, user_pk
+from schema.table import CANCELLATION_SK, ENTITLEMENT_SK_PREFIX, GUARD_SK, IDEMPOTENCY_SK_PREFIX, user_pk
 
 
 class Client:
@@ -73,3 +73,20 @@ def test_deletes_go_in_batches_of_at_most_25_keys(calls: BoundedCalls) -> None:
     keys = [{"pk": {"S": user_pk("u1")}, "sk": {"S": f"X#{n}"}} for n in range(30)]
     assert table(client, calls).delete(keys, Deadline(10), step="table-delete") == 30
     assert client.batches == [25, 5]
+
+
+def test_the_users_guard_and_idempotency_records_are_read_for_deletion_with_the_other_items(
+    calls: BoundedCalls,
+) -> None:
+    client = Client(
+        {
+            "Items": [
+                item(GUARD_SK),
+                item(f"{IDEMPOTENCY_SK_PREFIX}d1"),
+                item(f"{ENTITLEMENT_SK_PREFIX}a1", "a1"),
+            ]
+        }
+    )
+    found = table(client, calls).read("u1", Deadline(10))
+    assert [key["sk"]["S"] for key in found.other_keys] == [GUARD_SK, f"{IDEMPOTENCY_SK_PREFIX}d1"]
+    assert found.array_account_ids == ("a1",)
