@@ -59,6 +59,7 @@ from analytics.lake._fold import Source, fold
 from analytics.lake._mask import read_mask
 from analytics.lake._read import require_as_of, require_data
 from analytics.lake._schema import CHANGES, STATE_DIR, AllowList, default_allow_list, state_schema
+from analytics.lake._versions import load_version
 from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -354,11 +355,11 @@ def state_as_of(lake: Lake, as_of: datetime, *, allow_list: AllowList | None = N
 
 def state_at_version(lake: Lake, version: int | datetime, *, allow_list: AllowList | None = None) -> pa.Table:
     """Time travel: the live items as the `changes` table held them at `version` (a version number,
-    or an instant of the table's commit clock). Raises when the log no longer holds that version
-    (an erasure ends time travel across it)."""
+    or an instant of the table's commit clock). Raises `VersionRemoved` when the log no longer holds
+    that version (an erasure ends time travel across it)."""
     allow = allow_list or default_allow_list()
     changes = require_data(lake)
-    changes.load_as_version(version)
+    load_version(lake, CHANGES, changes, version)
     files = tuple(f"{CHANGES}/{p}" for p, _ in active_files(changes))
     source = Source("changes", files, _mask_where(lake))
     return _collect(fold(lake, [source], allow, live_only=True), state_schema(allow))
