@@ -1,19 +1,26 @@
-"""A handler wrapper that drops the events (and processor outcomes) of users a predicate names.
+"""A handler wrapper that drops the events (and processor outcomes) a predicate names, by user and time.
 
-The KCL child wraps the lake in it with the erasure ledger's predicate, so events of an erased account
-that are still in the stream, or replayed, never land again.
+The KCL child wraps the lake in it with the erasure ledger's predicate (`drop(user_id, at)`), so an
+erased account's events that are still in the stream, or replayed, never land again, while the same
+user's events after the erasure completed (a new signup is new data) land as anyone's. Each event is
+judged at its own time: a stream event at its ApproximateCreationDateTime (`created_at`), an outcome at
+its `occurred_at`.
 """
 
 from __future__ import annotations
 
-__all__ = ["DroppingUsers", "LandingHandler"]
+__all__ = ["DropPredicate", "DroppingUsers", "LandingHandler"]
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Protocol
 
 from pipeline.events import StreamEvent
 from pipeline.handlers import Handler
 from schema.outcomes import OutcomeEvent, OutcomeSink
+
+# (user id, the event's own time) -> drop it. A None user id is nobody's.
+DropPredicate = Callable[[str | None, datetime | None], bool]
 
 
 class LandingHandler(Handler, OutcomeSink, Protocol):
@@ -21,7 +28,7 @@ class LandingHandler(Handler, OutcomeSink, Protocol):
 
 
 class DroppingUsers:
-    def __init__(self, inner: LandingHandler, drop: Callable[[str | None], bool]) -> None:
+    def __init__(self, inner: LandingHandler, drop: DropPredicate) -> None:
         self._inner = inner
         self._drop = drop
         self.dropped_events = 0
@@ -32,13 +39,13 @@ class DroppingUsers:
         return self._inner.name
 
     def add(self, event: StreamEvent) -> None:
-        if self._drop(event.user_id):
+        if self._drop(event.user_id, event.created_at):
             self.dropped_events += 1
             return
         self._inner.add(event)
 
     def add_outcome(self, outcome: OutcomeEvent) -> None:
-        if self._drop(outcome.user_id):
+        if self._drop(outcome.user_id, outcome.occurred_at):
             self.dropped_outcomes += 1
             return
         self._inner.add_outcome(outcome)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = [
     "ErasureConfigError",
-    "ErasurePassAttributeError",
     "ErasureStateError",
     "ErasureStepError",
     "ErasureTimeoutError",
@@ -27,15 +26,6 @@ from schema.errors import RetryableError, TerminalError
 class ErasureConfigError(TerminalError):
     """A setting above its channel cap, or a queue not set up as the contract requires: the worker
     refuses to start. The message names the setting, its value and the cap (never a secret)."""
-
-
-class ErasurePassAttributeError(TerminalError):
-    """A message carries the pass attribute with a value other than the one the store writes. Raised
-    like an invalid body: the message is not deleted, so SQS dead-letters it after maxReceiveCount."""
-
-    def __init__(self) -> None:
-        self.code = "INVALID_PASS_ATTRIBUTE"
-        super().__init__(self.code)
 
 
 class ErasureStepError(RetryableError):

@@ -11,19 +11,36 @@ written whole (temporary file, fsync, rename, directory fsync); one that cannot 
 full disk, a read-only state directory) raises `ErasureStateError`, retryable. It sits outside the
 entitlements table on purpose (the table is what is being erased, and its stream would carry the ledger
 back into the lake), beside the consumer's quarantine, parked work and dead letters, so the consumer and
-the worker must share `consumer.state_dir` (one host or one shared volume). Entries are never removed:
-the landing filter drops an erased account's events for as long as the ledger exists, which covers the
-stream's 24-hour retention plus the consumer's maximum lag (and any later replay) by construction. Do
-not rotate the ledger key: entries written under an old key are no longer recognised.
+the worker must share `consumer.state_dir` (one host or one shared volume). Entries are never removed.
+Do not rotate the ledger key: entries written under an old key are no longer recognised.
+
+An erasure covers the account's data up to its completion, not the account forever: an erased user who
+signs up again is new data. So the entry's window decides, by the event's own time (the stream's
+ApproximateCreationDateTime, or an outcome's occurred_at):
+- while an erasure is in progress (started, not completed), every event of the account is dropped;
+- once it completed, an event at or before `completed_at + CLOCK_SKEW` is dropped (the account's old
+  data, and the REMOVEs the erasure itself caused, whenever they arrive or are replayed: the stream's
+  clock and the store's may differ by up to the channel's clock-skew allowance), and a later one lands;
+- a new ERASE of a completed account starts a new cycle (`record_started(..., new_cycle=True)` on a
+  first pass): the window opens again until that erasure completes.
+
+The ledger is also where the store recognises its own second pass: pass one is recorded (`record_pass(
+user, 1, ...)`) before the store re-enqueues the body, delayed, with a token only the store can make
+(`pass_two_token`: HMAC-SHA256 of the body under a key derived from the ledger key); a message is a
+second pass only when its token verifies and the ledger shows pass one finished. A message attribute
+anyone can set is never enough.
 
 Readers:
-- the lake's landing: `erased_filter(ledger)` is a `Callable[[str | None], bool]` answering True for an
-  event whose user is erased (drop it) and False otherwise (a None user id is never erased);
-- the audits: `is_erased(user_id)` tells an erasure delete (of an entitlement row, which is otherwise
-  never deleted, or of a cleanup record, otherwise only deleted by a reactivation or TTL) from a fault.
+- the lake's landing: `erased_filter(ledger)` is a `Callable[[str | None, datetime | None], bool]`
+  answering True for an event of an erased account inside its window (drop it) and False otherwise (a
+  None user id is never erased; a None time is inside any window);
+- the audits: `is_erased(user_id, at)` tells an erasure delete (of an entitlement row, which is otherwise
+  never deleted, or of a cleanup record, otherwise only deleted by a reactivation or TTL) from a fault;
+  a delete after the erasure's window is the new data's, and reported like any other.
 
-`is_erased` is exact: an account erased a moment ago by another process is seen at once (a positive
-answer is cached; a negative one costs one HMAC and one `access` call, about 7 microseconds measured here).
+Every answer reads the entry's current state: an erasure started or completed a moment ago by another
+process is seen at once (an entry is re-read only when its file changed: one `stat`; an account with no
+entry costs one HMAC and one failed `stat`).
 """
 
 from __future__ import annotations
@@ -35,7 +52,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
@@ -43,12 +60,17 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from config import Settings
 from pipeline._files import private_dir, write_private_file
 from processors.erasure._errors import state_files
+from schema.erasure import CHANNEL_CONSTANTS
 
 LEDGER_DIR_NAME = "erasure-ledger"
 _ID_LENGTH = 64
 _HEX = frozenset("0123456789abcdef")
 ERASE_PASSES = 2
 _LOCK_STRIPES = 64
+# The stream's clock (AWS's) and the store's may differ: a REMOVE the erasure caused just before its
+# completion may carry a stream time up to this much later.
+CLOCK_SKEW = timedelta(seconds=CHANNEL_CONSTANTS.clock_skew_allowance_seconds)
+_PASS_TWO_LABEL = b"erasure pass-two token v1"
 
 
 class LedgerEntry(BaseModel):
@@ -58,11 +80,20 @@ class LedgerEntry(BaseModel):
     version: int = 1
     started_at: datetime  # the first pass's start, the store's clock (aware UTC)
     passes: int = 0  # passes finished
+    pass_one_at: datetime | None = None  # when the first pass finished (pass two is scheduled after it)
     completed_at: datetime | None = None  # when the last pass finished (the ACK follows)
 
     @property
     def completed(self) -> bool:
         return self.completed_at is not None
+
+    def covers(self, at: datetime | None) -> bool:
+        """Whether an event at `at` (None: unknown) is the erased data's: inside the erasure's window."""
+        if self.completed_at is None or at is None:
+            return True
+        if at.tzinfo is None:  # a lake engine's naive UTC timestamp
+            at = at.replace(tzinfo=UTC)
+        return at <= self.completed_at + CLOCK_SKEW
 
 
 class ErasureLedger:
@@ -75,7 +106,9 @@ class ErasureLedger:
         self._root = root
         self._secret = secret
         self._prefix = f"{root}{os.sep}"
-        self._erased: set[str] = set()
+        self._pass_two_key = hmac.digest(secret, _PASS_TWO_LABEL, "sha256")
+        # ledger id -> (the file's inode, mtime_ns and size; its entry): re-read only when it changed.
+        self._seen: dict[str, tuple[tuple[int, int, int], LedgerEntry]] = {}
         self._locks = tuple(threading.Lock() for _ in range(_LOCK_STRIPES))
         self._root_ready = False
 
@@ -96,29 +129,58 @@ class ErasureLedger:
         """HMAC-SHA256 of the user id under the ledger key, as hex: the entry's only key."""
         return hmac.digest(self._secret, user_id.encode("utf-8"), "sha256").hex()
 
-    def is_erased(self, user_id: str | None) -> bool:
-        """Whether an erasure of `user_id` has started (a None or empty user id never is)."""
+    def is_erased(self, user_id: str | None, at: datetime | None = None) -> bool:
+        """Whether `user_id`'s data at `at` is an erasure's: an erasure started and, if it completed,
+        `at` is at or before its completion (plus the clock-skew allowance). A None or empty user id never
+        is; a None `at` is any time (so: whether an erasure ever started)."""
         if not user_id:
             return False
-        ledger_id = self.ledger_id(user_id)
-        if ledger_id in self._erased:
-            return True
-        if os.access(f"{self._prefix}{ledger_id}.json", os.F_OK):  # a few microseconds, no pathlib
-            self._erased.add(ledger_id)
-            return True
-        return False
+        entry = self._current(self.ledger_id(user_id))
+        return entry is not None and entry.covers(at)
+
+    def _current(self, ledger_id: str) -> LedgerEntry | None:
+        """The entry as its file holds it now, re-read only when the file changed since last seen."""
+        try:
+            stat = os.stat(f"{self._prefix}{ledger_id}.json")  # a few microseconds, no pathlib
+        except FileNotFoundError:
+            return None
+        except OSError:
+            stat = None  # unreadable: read it (and fail retryably) below
+        if stat is not None:
+            seen = self._seen.get(ledger_id)
+            version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            if seen is not None and seen[0] == version:
+                return seen[1]
+        entry = self._read(ledger_id)
+        if entry is not None and stat is not None:
+            self._seen[ledger_id] = ((stat.st_ino, stat.st_mtime_ns, stat.st_size), entry)
+        return entry
+
+    def pass_two_token(self, body: str) -> str:
+        """The token the store puts on its own delayed copy of `body`: HMAC-SHA256 under a key derived
+        from the ledger key, so no publisher can make one."""
+        return hmac.digest(self._pass_two_key, body.encode("utf-8", "surrogatepass"), "sha256").hex()
+
+    def is_pass_two(self, user_id: str, body: str, token: str | None) -> bool:
+        """Whether a message is this store's own second pass: its token verifies for its body and the
+        ledger shows the account's first pass finished."""
+        if not token or not hmac.compare_digest(token, self.pass_two_token(body)):
+            return False
+        entry = self.entry(user_id)
+        return entry is not None and entry.passes >= 1
 
     def entry(self, user_id: str) -> LedgerEntry | None:
         return self._read(self.ledger_id(user_id))
 
-    def record_started(self, user_id: str, at: datetime) -> str:
+    def record_started(self, user_id: str, at: datetime, *, new_cycle: bool = False) -> str:
         """Make sure the account has an entry (written before anything is deleted); returns its key.
-        Idempotent: an existing entry is kept as it is."""
+        Idempotent: an entry in progress is kept as it is, and so is a completed one unless `new_cycle`
+        (a first pass of a new ERASE after that erasure completed: its window opens again)."""
         ledger_id = self.ledger_id(user_id)
         with self._lock_for(ledger_id):
-            if self._read(ledger_id) is None:
+            current = self._read(ledger_id)
+            if current is None or (new_cycle and current.completed):
                 self._write(ledger_id, LedgerEntry(started_at=at))
-        self._erased.add(ledger_id)
         return ledger_id
 
     def record_pass(self, user_id: str, pass_number: int, at: datetime) -> LedgerEntry:
@@ -130,10 +192,12 @@ class ErasureLedger:
             completed_at = current.completed_at
             if passes >= ERASE_PASSES and completed_at is None:
                 completed_at = at
-            updated = current.model_copy(update={"passes": passes, "completed_at": completed_at})
+            pass_one_at = current.pass_one_at or (at if pass_number >= 1 else None)
+            updated = current.model_copy(
+                update={"passes": passes, "completed_at": completed_at, "pass_one_at": pass_one_at}
+            )
             if updated != current or not self._path(ledger_id).exists():
                 self._write(ledger_id, updated)
-        self._erased.add(ledger_id)
         return updated
 
     def ids(self) -> Iterator[str]:
@@ -185,11 +249,12 @@ class ErasureLedger:
             write_private_file(self._path(ledger_id), data)
 
 
-def erased_filter(ledger: ErasureLedger) -> Callable[[str | None], bool]:
-    """The landing-time filter: `drop(user_id)` is True when the event's user is erased, so the lake
-    handler (or any sink) skips the event. Wire it where events land, e.g.
+def erased_filter(ledger: ErasureLedger) -> Callable[[str | None, datetime | None], bool]:
+    """The landing-time filter: `drop(user_id, at)` is True when the event (at its own time `at`) is an
+    erased account's data, inside its erasure's window (module docstring), so the lake handler (or any
+    sink) skips it; an erased user's events after the erasure completed land. Wire it where events land:
 
         drop = erased_filter(ErasureLedger.from_settings(settings))
-        if not drop(event.user_id): lake_handler.add(event)
+        if not drop(event.user_id, event.created_at): lake_handler.add(event)
     """
     return ledger.is_erased

@@ -13,14 +13,18 @@ Each received batch follows the contract's steps, for every message in turn:
    answered HOLDS_DATA, HOLDS_NONE or CANNOT_ANSWER; ERASE by ACCOUNT runs a pass of the erasure.
 4. **Answer** through `ErasureResponseSender`, with `subscriber` from the settings, never the message.
 
-Two passes: the first pass re-enqueues the message's own body on the store's queue with `DelaySeconds`
-= the pass-two delay and the message attribute `ErasurePass` = 2 (the contract forbids extra body
-fields; the attribute is on the store's own copy, never on the topic), then deletes the original. The
-second pass repeats the whole erasure (catching what landed in between), completes the ledger entry,
-unmasks the account in the lake, records an `erasure.completed` outcome and sends the ACK (DONE, echoing
-sendNo). Any message that fails is left for redelivery; every step is idempotent. A state file that
-cannot be read or written (a full disk, a read-only state directory) fails its step like any other, as
-a retryable `ErasureStateError` converted where the files are touched, so the worker keeps running.
+Two passes, and the second is the store's own decision: the first pass records pass one in the ledger
+and re-enqueues the message's own body on the store's queue with `DelaySeconds` = the pass-two delay and
+the message attribute `ErasurePassTwoToken` = the ledger's `pass_two_token(body)` (an HMAC under a key
+derived from the ledger key: the contract forbids extra body fields, and no publisher can make the
+token), then deletes the original. A message is a second pass only when its token verifies for its body
+and the ledger shows pass one finished (`ErasureLedger.is_pass_two`); anything else, whatever attribute
+a publisher set (`ErasurePass = 2` included), is a first pass. The second pass repeats the whole erasure
+(catching what landed in between), completes the ledger entry, unmasks the account in the lake, records
+an `erasure.completed` outcome and sends the ACK (DONE, echoing sendNo). Any message that fails is left
+for redelivery; every step is idempotent. A state file that cannot be read or written (a full disk, a
+read-only state directory) fails its step like any other, as a retryable `ErasureStateError` converted
+where the files are touched, so the worker keeps running.
 
 Time: one deadline of `handler_timeout_seconds` per received batch bounds every message's handling; each
 call is bounded by `batch_timeout_seconds`; the queue's visibility timeout is exactly 6 x the handler
@@ -33,7 +37,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_MESSAGES",
     "NOT_APPLICABLE_METRIC",
-    "PASS_ATTRIBUTE",
+    "PASS_TWO_TOKEN_ATTRIBUTE",
     "BatchReport",
     "ErasureWorker",
     "OutcomeRecorder",
@@ -46,6 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any, Protocol
 
 import telemetry
@@ -57,7 +62,6 @@ from processors.erasure._clients import CloudWatchClient, ErasureSqsClient
 from processors.erasure._config import ErasureTimings, checked_timings
 from processors.erasure._errors import (
     ErasureConfigError,
-    ErasurePassAttributeError,
     ErasureStepError,
     aws_error_code,
     converted,
@@ -82,10 +86,9 @@ from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 
 logger = logging.getLogger(__name__)
 
-PASS_ATTRIBUTE = "ErasurePass"  # noqa: S105 (an attribute name)
+PASS_TWO_TOKEN_ATTRIBUTE = "ErasurePassTwoToken"  # noqa: S105 (an attribute name, not a secret)
 NOT_APPLICABLE_METRIC = "ErasureNotApplicable"
 MAX_MESSAGES = 10  # SQS's most per receive
-_PASS_TWO = str(ERASE_PASSES)
 _ERROR_PAUSE_SECONDS = 1.0
 
 
@@ -103,7 +106,7 @@ class WorkerStats:
 
     batches: int = 0
     received: int = 0
-    refused: int = 0  # invalid body or pass attribute: left for SQS to dead-letter
+    refused: int = 0  # invalid body: left for SQS to dead-letter
     expired: int = 0  # consumed with no answer
     not_applicable: int = 0
     holdings: int = 0
@@ -131,12 +134,13 @@ class BatchReport:
     metric_failures: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Job:
     body: str
     receipt: str
     request: ErasureRequest
-    pass_number: int
+    token: str | None  # the pass-two token the message carries, if any (verified in `_erase`)
+    pass_number: int = 1
 
 
 @dataclass(slots=True)
@@ -152,13 +156,12 @@ def _account(job: _Job) -> str:
     return job.request.key if isinstance(job.request, EraseRequest) else ""
 
 
-def _pass_number(message: Mapping[str, Any]) -> int:
-    attribute = (message.get("MessageAttributes") or {}).get(PASS_ATTRIBUTE)
-    if attribute is None:
-        return 1
-    if attribute.get("DataType") == "Number" and attribute.get("StringValue") == _PASS_TWO:
-        return ERASE_PASSES
-    raise ErasurePassAttributeError
+def _pass_two_token(message: Mapping[str, Any]) -> str | None:
+    attribute = (message.get("MessageAttributes") or {}).get(PASS_TWO_TOKEN_ATTRIBUTE)
+    if not isinstance(attribute, Mapping) or attribute.get("DataType") != "String":
+        return None
+    value = attribute.get("StringValue")
+    return value if isinstance(value, str) else None
 
 
 def _receive_count(message: Mapping[str, Any]) -> int:
@@ -297,7 +300,7 @@ class ErasureWorker:
                 QueueUrl=self._queue_url,
                 MaxNumberOfMessages=MAX_MESSAGES,
                 WaitTimeSeconds=max(0, min(20, wait_seconds)),
-                MessageAttributeNames=[PASS_ATTRIBUTE],
+                MessageAttributeNames=[PASS_TWO_TOKEN_ATTRIBUTE],
                 AttributeNames=["ApproximateReceiveCount"],
             )
         return self.handle(response.get("Messages") or [])
@@ -348,8 +351,7 @@ class ErasureWorker:
             return None
         try:
             request = parse_erasure_request(body if isinstance(body, str) else "")
-            pass_number = _pass_number(message)
-        except (ErasureContractError, ErasurePassAttributeError) as error:
+        except ErasureContractError as error:
             report.refused += 1
             logger.warning(
                 "erasure message refused",
@@ -357,7 +359,7 @@ class ErasureWorker:
             )
             return None
         assert isinstance(body, str)
-        return _Job(body=body, receipt=receipt, request=request, pass_number=pass_number)
+        return _Job(body=body, receipt=receipt, request=request, token=_pass_two_token(message))
 
     def _answer_not_applicable(self, jobs: list[_Job], batch: _Batch) -> None:
         answered = 0
@@ -415,6 +417,9 @@ class ErasureWorker:
         batch.consumed.append((job, "holdings"))
 
     def _erase(self, jobs: list[_Job], batch: _Batch) -> None:
+        jobs = self._passes_decided(jobs, batch)
+        if not jobs:
+            return
         user_ids = [_account(job) for job in jobs]
         results = self._erasure.erase(user_ids, batch.deadline)
         firsts: list[_Job] = []
@@ -427,6 +432,8 @@ class ErasureWorker:
                 firsts.append(job)
             else:
                 finals.append(job)
+        if firsts:
+            firsts = self._pass_one_recorded(firsts, batch)
         if firsts:
             self._enqueue_pass_two(firsts, batch)
         if finals:
@@ -443,15 +450,103 @@ class ErasureWorker:
                 else:
                     self._failed(job, failure, batch.report)
 
+    def _passes_decided(self, jobs: list[_Job], batch: _Batch) -> list[_Job]:
+        """Which pass each ERASE is, from the store's own record: a second pass only when the message's
+        token verifies for its body and the ledger shows pass one finished. An account with a first pass
+        in this batch takes all its messages as first passes (a new cycle opens for it). Before the
+        erasure runs, each first pass's ledger entry is made, opening a new cycle when the account's
+        last erasure completed. Returns the jobs whose ledger could be read and written."""
+        ledger = self._erasure.targets.ledger
+        limit = self._timings.batch_timeout_seconds
+        kept: list[_Job] = []
+        for job in jobs:
+            if job.token is None:
+                job.pass_number = 1
+                kept.append(job)
+                continue
+            user_id, token = _account(job), job.token
+            try:
+                signed = self._calls.call(
+                    "ledger", partial(ledger.is_pass_two, user_id, job.body, token), batch.deadline, limit
+                )
+            except EntitlementsError as error:
+                self._failed(job, error, batch.report)
+                continue
+            job.pass_number = ERASE_PASSES if signed else 1
+            if not signed:
+                logger.warning("erasure pass-two token not the store's: taken as a first pass")
+            kept.append(job)
+        restarting = {_account(job) for job in kept if job.pass_number == 1}
+        for job in kept:
+            if _account(job) in restarting:
+                job.pass_number = 1
+        now = self._clock.now()
+
+        def start(user_id: str) -> EntitlementsError | None:
+            try:
+                self._calls.call(
+                    "ledger",
+                    lambda: ledger.record_started(user_id, now, new_cycle=True),
+                    batch.deadline,
+                    limit,
+                )
+            except EntitlementsError as error:
+                return error
+            return None
+
+        users = sorted(restarting)
+        failures = dict(zip(users, self._parallel.map(start, users), strict=True))
+        ready: list[_Job] = []
+        for job in kept:
+            failure = failures.get(_account(job))
+            if failure is None:
+                ready.append(job)
+            else:
+                self._failed(job, failure, batch.report)
+        return ready
+
+    def _pass_one_recorded(self, jobs: list[_Job], batch: _Batch) -> list[_Job]:
+        """Record each first pass in the ledger (what a second pass is recognised by) before its delayed
+        copy is sent; a job whose record fails is left for redelivery."""
+        ledger = self._erasure.targets.ledger
+        now = self._clock.now()
+
+        def record(job: _Job) -> EntitlementsError | None:
+            user_id = _account(job)
+            try:
+                self._calls.call(
+                    "ledger",
+                    lambda: ledger.record_pass(user_id, 1, now),
+                    batch.deadline,
+                    self._timings.batch_timeout_seconds,
+                )
+            except EntitlementsError as error:
+                return error
+            return None
+
+        recorded: list[_Job] = []
+        for job, failure in zip(jobs, self._parallel.map(record, jobs), strict=True):
+            if failure is None:
+                recorded.append(job)
+            else:
+                self._failed(job, failure, batch.report)
+        return recorded
+
     def _enqueue_pass_two(self, jobs: list[_Job], batch: _Batch) -> None:
-        """Each first pass's own body back on the store's queue, delayed, with the pass attribute (one
-        SendMessageBatch for the batch); the originals are deleted with the rest of the batch."""
+        """Each first pass's own body back on the store's queue, delayed, with the store's pass-two token
+        (one SendMessageBatch for the batch); the originals are deleted with the rest of the batch."""
+        ledger = self._erasure.targets.ledger
         entries = [
             {
                 "Id": str(number),
                 "MessageBody": job.body,
                 "DelaySeconds": self._timings.pass_two_delay_seconds,
-                "MessageAttributes": {PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": _PASS_TWO}},
+                "MessageAttributes": {
+                    PASS_TWO_TOKEN_ATTRIBUTE: {
+                        "DataType": "String",
+                        "StringValue": ledger.pass_two_token(job.body),
+                    }
+                },
             }
             for number, job in enumerate(jobs)
         ]

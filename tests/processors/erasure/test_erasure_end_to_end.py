@@ -4,7 +4,9 @@ ACK DONE after two passes, after which CHECK answers HOLDS_NONE and no lake quer
 
 from __future__ import annotations
 
+import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,10 @@ from analytics import Lake, LakeHandler, connect, snapshot
 from analytics.erasure import AnalyticsLakeEraser
 from devstack.fake_array import FakeArrayServer
 from pipeline.decode import decode_stream_record
+from pipeline.filtering import DroppingUsers
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
-from processors.erasure import ErasureLedger
+from processors.erasure import ErasureLedger, erased_filter
 from schema.erasure import AckResponse, HoldingsResponse
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import user_pk
@@ -237,3 +240,39 @@ def test_an_erasure_completed_outcome_lands_with_no_user_id(
     con = connect(lake)
     rows = con.execute("SELECT user_id, detail FROM outcomes WHERE kind = 'erasure.completed'").fetchall()
     assert rows == [(None, ledger.ledger_id(account.user))]
+
+
+def test_a_user_who_signs_up_again_after_the_erasure_is_visible_in_the_views(
+    account: Account, lake: Lake, make_stack: Any, ledger: ErasureLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moto's stream clock is this host's: no skew to allow for, so the window ends at the completion.
+    monkeypatch.setattr("processors.erasure._ledger.CLOCK_SKEW", timedelta(0))
+    _land(account, lake)
+    stack: Stack = make_stack()
+    request = erase(account.user)
+    stack.publish(request)
+    assert stack.answer_to(request.request_id).outcome == "DONE"
+    time.sleep(1.1)  # the new signup's stream time is after the completion, at any rounding
+    again = f"arr-again-{uuid.uuid4().hex[:6]}"
+    account.dynamodb.put_item(
+        TableName=account.table.table_name, Item=entitlement_item(account.user, again, "Active")
+    )
+    # The whole stream replayed through the consumer's landing filter: the old data and the erasure's
+    # own REMOVEs are dropped, the new signup lands.
+    landing = DroppingUsers(LakeHandler(lake, name="replay"), erased_filter(ledger))
+    for record in account.stream_records():
+        landing.add(decode_stream_record(record, stream_arn=account.table.stream_arn, shard_id=SHARD))
+    landing.flush()
+    con = connect(lake)
+    try:
+        rows = con.execute(
+            "SELECT array_account_id, status FROM entitlements WHERE user_id = ?", [account.user]
+        ).fetchall()
+        changes = con.execute(
+            "SELECT change_kind, count(*) FROM changes WHERE user_id = ? GROUP BY change_kind", [account.user]
+        ).fetchall()
+    finally:
+        con.close()
+    assert rows == [(again, "Active")]
+    assert changes == [("INSERT", 1)]  # the new signup's alone
+    assert landing.dropped_events > 0

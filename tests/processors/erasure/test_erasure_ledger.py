@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import os
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from config import load_settings
 from processors.erasure import ErasureLedger, erased_filter
 from processors.erasure._errors import ErasureStateError
+from processors.erasure._ledger import CLOCK_SKEW
 from schema.errors import RetryableError
 from tests.processors.erasure.conftest import LEDGER_KEY
 
@@ -86,10 +87,65 @@ def test_the_second_pass_completes_the_entry_and_repeats_change_nothing(ledger: 
 def test_the_landing_filter_drops_erased_accounts_only(ledger: ErasureLedger) -> None:
     drop = erased_filter(ledger)
     ledger.record_started(USER, AT)
-    assert drop(USER) is True
-    assert drop("someone-else") is False
-    assert drop(None) is False
-    assert drop("") is False
+    assert drop(USER, AT) is True
+    assert drop("someone-else", AT) is False
+    assert drop(None, AT) is False
+    assert drop("", AT) is False
+
+
+def test_after_completion_the_filter_drops_the_erased_data_and_lets_later_events_land(
+    ledger: ErasureLedger,
+) -> None:
+    drop = erased_filter(ledger)
+    ledger.record_started(USER, AT)
+    later = AT + timedelta(days=3)
+    assert drop(USER, later) is True  # in progress: every event of the account, whatever its time
+    ledger.record_pass(USER, 1, AT)
+    ledger.record_pass(USER, 2, AT)
+    assert drop(USER, AT - timedelta(days=30)) is True
+    assert drop(USER, AT + CLOCK_SKEW) is True  # a REMOVE the erasure caused, on a clock ahead of ours
+    assert drop(USER, AT + CLOCK_SKEW + timedelta(seconds=1)) is False
+    assert drop(USER, None) is True
+
+
+def test_another_process_sees_the_completion_and_a_new_cycle_at_once(ledger: ErasureLedger) -> None:
+    reader = ErasureLedger(ledger.root, LEDGER_KEY)
+    after = AT + timedelta(hours=1)
+    ledger.record_started(USER, AT)
+    assert reader.is_erased(USER, after)
+    ledger.record_pass(USER, 2, AT)
+    assert not reader.is_erased(USER, after)
+    ledger.record_started(USER, after + timedelta(hours=1), new_cycle=True)
+    assert reader.is_erased(USER, after)
+
+
+def test_a_new_cycle_opens_only_on_a_completed_entry(ledger: ErasureLedger) -> None:
+    ledger.record_started(USER, AT)
+    ledger.record_pass(USER, 1, AT)
+    ledger.record_started(USER, AT + timedelta(minutes=5), new_cycle=True)
+    entry = ledger.entry(USER)
+    assert entry is not None and (entry.started_at, entry.passes) == (AT, 1)  # in progress: kept
+    ledger.record_pass(USER, 2, AT)
+    again = AT + timedelta(days=1)
+    ledger.record_started(USER, again)
+    assert ledger.entry(USER).completed  # type: ignore[union-attr]  # no new cycle unless asked
+    ledger.record_started(USER, again, new_cycle=True)
+    entry = ledger.entry(USER)
+    assert entry is not None and (entry.started_at, entry.passes, entry.completed_at) == (again, 0, None)
+
+
+def test_a_second_pass_is_the_stores_token_for_that_body_after_pass_one(ledger: ErasureLedger) -> None:
+    body = '{"type":"erasure/ERASE"}'
+    token = ledger.pass_two_token(body)
+    ledger.record_started(USER, AT)
+    assert not ledger.is_pass_two(USER, body, token)  # pass one not finished
+    ledger.record_pass(USER, 1, AT)
+    assert ledger.is_pass_two(USER, body, token)
+    assert not ledger.is_pass_two(USER, body + " ", token)
+    assert not ledger.is_pass_two(USER, body, "2")
+    assert not ledger.is_pass_two(USER, body, None)
+    other = ErasureLedger(ledger.root, SecretStr("another-key"))
+    assert other.pass_two_token(body) != token
 
 
 def test_an_empty_ledger_key_is_refused(tmp_path: Path) -> None:

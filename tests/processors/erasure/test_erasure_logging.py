@@ -91,8 +91,12 @@ def test_no_log_line_of_the_worker_holds_a_body_key_request_id_or_address(
         stack.publish(request)
     stack.publish(json.dumps({"type": "erasure/ERASE", "requestId": f"{CANARY}-bad", "key": address}))
     stack.publish(f"not json {CANARY}")
-    stack.drive(lambda: len(stack.responses.collect()) >= len(requests) - 1)  # the expired one: no answer
-    assert stack.worker.stats.done == 1 and stack.worker.stats.refused >= 2
+    # Until the ERASE is done (a batch that outlived its 0.5 s deadline on a loaded machine answers again
+    # on redelivery, so the count of answers alone says nothing), then every request was answered.
+    stack.drive(lambda: stack.worker.stats.done >= 1)
+    answered = {answer.request_id for answer in stack.responses.collect()}
+    assert answered == {r.request_id for r in requests} - {f"{CANARY}-expired"}  # the expired one: no answer
+    assert stack.worker.stats.refused >= 2
     assert any("erasure message refused" in line for line in captured.lines)
     assert any("erasure pass" in line for line in captured.lines)
     leaking = [line for line in captured.lines if CANARY in line]

@@ -1,6 +1,7 @@
 """Two passes through the store's own queue: pass two is the same body re-enqueued with DelaySeconds and
-the ErasurePass message attribute (never an extra body field), it catches what landed between the passes,
-and any failed step is redelivered by SQS harmlessly until the ACK goes out."""
+the store's own pass-two token (never an extra body field), recognised only with the ledger's record of
+pass one, never from an attribute a publisher can set; it catches what landed between the passes, and any
+failed step is redelivered by SQS harmlessly until the ACK goes out."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import uuid
 from typing import Any
 
 from devstack.fake_array import FakeArrayServer
-from processors.erasure._worker import PASS_ATTRIBUTE
+from processors.erasure import ErasureTargets
+from processors.erasure._worker import PASS_TWO_TOKEN_ATTRIBUTE
 from schema.erasure import AckResponse
 from schema.table import user_pk
 from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase
@@ -25,7 +27,9 @@ def _items(dynamodb: Any, table: Any, user: str) -> list[dict[str, Any]]:
     )["Items"]
 
 
-def test_pass_two_is_the_same_body_with_the_pass_attribute_and_the_delay(make_stack: Any) -> None:
+def test_pass_two_is_the_same_body_with_the_stores_token_and_the_delay(
+    make_stack: Any, targets: ErasureTargets
+) -> None:
     stack: Stack = make_stack(pass_two_delay_seconds=2)
     request = erase(f"user-{uuid.uuid4().hex[:8]}")
     stack.publish(request)
@@ -38,7 +42,12 @@ def test_pass_two_is_the_same_body_with_the_pass_attribute_and_the_delay(make_st
         QueueUrl=stack.channel.queue_url, WaitTimeSeconds=2, MessageAttributeNames=["All"]
     )["Messages"][0]
     assert copy["Body"] == body_of(request)
-    assert copy["MessageAttributes"] == {PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": "2"}}
+    token = targets.ledger.pass_two_token(body_of(request))
+    assert copy["MessageAttributes"] == {
+        PASS_TWO_TOKEN_ATTRIBUTE: {"DataType": "String", "StringValue": token}
+    }
+    entry = targets.ledger.entry(request.key)
+    assert entry is not None and entry.passes == 1 and entry.completed_at is None
 
 
 def test_pass_two_catches_a_row_written_between_the_passes(
@@ -91,14 +100,50 @@ def test_a_second_broadcast_of_a_completed_erasure_is_answered_done_again(make_s
     assert (again.outcome, again.send_no) == ("DONE", 2)
 
 
-def test_a_message_with_a_foreign_pass_attribute_is_refused(make_stack: Any) -> None:
-    stack: Stack = make_stack()
+def test_a_request_published_with_the_attribute_erasure_pass_2_runs_both_passes_before_done(
+    make_stack: Any, targets: ErasureTargets
+) -> None:
+    stack: Stack = make_stack(pass_two_delay_seconds=2)
+    request = erase(f"user-{uuid.uuid4().hex[:8]}")
+    stack.sns.publish(
+        TopicArn=stack.channel.topic_arn,
+        Message=body_of(request),
+        MessageAttributes={"ErasurePass": {"DataType": "Number", "StringValue": "2"}},
+    )
+    stack.drive(lambda: stack.worker.stats.pass_one == 1)
+    assert stack.responses.collect() == []  # taken as a first pass: no DONE yet
+    ack = stack.answer_to(request.request_id)
+    assert isinstance(ack, AckResponse) and ack.outcome == "DONE"
+    assert (stack.worker.stats.pass_one, stack.worker.stats.done) == (1, 1)
+    entry = targets.ledger.entry(request.key)
+    assert entry is not None and entry.passes == 2 and entry.completed_at is not None
+
+
+def test_a_token_the_store_did_not_make_is_taken_as_a_first_pass(make_stack: Any) -> None:
+    stack: Stack = make_stack(pass_two_delay_seconds=2)
+    request = erase(f"user-{uuid.uuid4().hex[:8]}")
     stack.sqs.send_message(
         QueueUrl=stack.channel.queue_url,
-        MessageBody=body_of(erase("someone")),
-        MessageAttributes={PASS_ATTRIBUTE: {"DataType": "Number", "StringValue": "7"}},
+        MessageBody=body_of(request),
+        MessageAttributes={PASS_TWO_TOKEN_ATTRIBUTE: {"DataType": "String", "StringValue": "0" * 64}},
     )
-    stack.drive(lambda: stack.worker.stats.refused >= 1)
+    stack.drive(lambda: stack.worker.stats.pass_one == 1)
+    assert stack.responses.collect() == []
+    assert stack.worker.stats.done == 0
+
+
+def test_the_stores_own_token_is_no_second_pass_without_the_ledgers_record_of_pass_one(
+    make_stack: Any, targets: ErasureTargets
+) -> None:
+    stack: Stack = make_stack(pass_two_delay_seconds=2)
+    request = erase(f"user-{uuid.uuid4().hex[:8]}")
+    token = targets.ledger.pass_two_token(body_of(request))
+    stack.sqs.send_message(
+        QueueUrl=stack.channel.queue_url,
+        MessageBody=body_of(request),
+        MessageAttributes={PASS_TWO_TOKEN_ATTRIBUTE: {"DataType": "String", "StringValue": token}},
+    )
+    stack.drive(lambda: stack.worker.stats.pass_one == 1)
     assert stack.responses.collect() == []
 
 

@@ -8,13 +8,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from processors.erasure._errors import (
-    ErasurePassAttributeError,
     ErasureStateError,
     ErasureStepError,
     converted,
     state_files,
 )
-from schema.errors import RetryableError, TerminalError
+from schema.errors import RetryableError
 
 
 def test_a_botocore_error_becomes_a_step_error_naming_the_step_and_code_only() -> None:
@@ -34,7 +33,3 @@ def test_a_full_disk_becomes_a_retryable_state_error_named_by_errno_never_the_pa
         raise OSError(errno.ENOSPC, "No space left", "/state/user-42")
     assert (isinstance(raised.value, RetryableError), raised.value.code) == (True, "ENOSPC")
     assert "user-42" not in str(raised.value)
-
-
-def test_a_wrong_pass_attribute_is_terminal() -> None:
-    assert isinstance(ErasurePassAttributeError(), TerminalError)
