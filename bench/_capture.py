@@ -56,8 +56,9 @@ from bench.bench_child import (
     _settings,
     _wait,
 )
+from devstack.direct_writes import DirectWrites
 from devstack.moto_server import MotoServer
-from devstack.simulator import EntitlementTable, SimulationConfig, run_simulation
+from devstack.simulator import SimulationConfig, run_simulation
 from devstack.ttl_emulator import TtlEmulator
 from pipeline._files import write_private_file
 from pipeline.clock import SimulatedClock
@@ -153,9 +154,7 @@ def _write_workload(moto: MotoServer, table_name: str) -> tuple[dict[str, Any], 
         seed=SEED,
     )
     with emulator:
-        summary = run_simulation(
-            config, EntitlementTable(_client(moto.endpoint, "dynamodb"), table_name), clock
-        )
+        summary = run_simulation(config, DirectWrites(_client(moto.endpoint, "dynamodb"), table_name), clock)
         # Every TTL written has passed (the last cancellation's, plus a pass interval), then one last pass.
         time.sleep(clock.real_seconds_for(timedelta(days=CLEANUP_TTL_DAYS)) + 2 * TTL_PASS_SECONDS)
     emulator.run_once()

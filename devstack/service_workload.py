@@ -43,7 +43,8 @@ from typing import Any
 
 import httpx
 
-from devstack.simulator import Mix, Operation, PlantedFault, _Bag
+from devstack.planted_faults import PlantedFault
+from devstack.simulator import Bag, Mix, Operation
 
 _log = logging.getLogger(__name__)
 
@@ -170,11 +171,11 @@ class _Model:
         self.lock = threading.Condition()
         self.issued = 0
         self.in_flight = 0
-        self.fresh: _Bag[_User] = _Bag()
-        self.active_free: _Bag[_User] = _Bag()  # active, nothing but maybe a relink in flight
-        self.contended_targets: _Bag[_User] = _Bag()  # active, a relink in flight, nothing else
-        self.relink_free: _Bag[_User] = _Bag()  # active, no relink in flight
-        self.cancelled_free: _Bag[_User] = _Bag()
+        self.fresh: Bag[_User] = Bag()
+        self.active_free: Bag[_User] = Bag()  # active, nothing but maybe a relink in flight
+        self.contended_targets: Bag[_User] = Bag()  # active, a relink in flight, nothing else
+        self.relink_free: Bag[_User] = Bag()  # active, no relink in flight
+        self.cancelled_free: Bag[_User] = Bag()
         self._bags = (
             self.fresh,
             self.active_free,

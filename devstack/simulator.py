@@ -1,4 +1,5 @@
-"""The workload simulator: the entitlement service's documented writes, at a chosen rate and mix.
+"""The table-only workload simulator: the entitlement service's documented writes, at a chosen rate and
+mix, as a seeded state machine of the users.
 
 Every write goes through the table contract (`schema.table`) as the service design describes it
 (docs/table.md, "The service's write paths"):
@@ -25,16 +26,12 @@ than the ones it plants; a refused transaction is counted, never retried, and it
 Business timestamps (createdAt/updatedAt) and every ttl come from the shared clock (`pipeline.clock`), so
 with a simulated clock 63 days pass in seconds while each ttl stays real epoch arithmetic on simulated time.
 
-`faults=True` plants, each `faults_per_kind` times, on dedicated users that the mix then leaves alone:
+`faults=True` plants, each `faults_per_kind` times, the anomalies of `devstack.planted_faults` on
+dedicated users that the mix then leaves alone.
 
-- `stale_put_race`: the race SaveIfActive guards against. A relink reads an Active row, a second signup
-  supersedes it, then the relink writes the stale image back unconditionally: the user has two Active
-  rows and a stale cleanup record naming an account in use;
-- `failed_reactivation_delete`: a reactivation whose delete of the cancellation record failed: the row is
-  Active and the cancellation record is left behind;
-- `string_ttl`: a cancellation whose record's ttl is a string (DynamoDB never expires it);
-- `millisecond_ttl`: a second signup whose stale record's ttl is in milliseconds (never expires);
-- `token_canary`: a signup (and a relink of it) with a distinctive processor token the lake must never hold.
+Every write here is a direct one (`devstack.direct_writes`), not the service's: this is the table-only
+workload (`entitlements simulate` without `--clients`; the bench's record capture). The service's own
+path is driven over HTTP by `devstack.service_workload`.
 
 The run is deterministic for a seed (given the same table state). The summary counts operations, guard
 rejections, refusals and planted faults; only `SimulationSummary.to_json(include_keys=True)` (written to a
@@ -43,46 +40,23 @@ file on request) holds the planted faults' item keys and canary tokens. Logs hol
 
 from __future__ import annotations
 
-__all__ = [
-    "CANARY_TOKEN_PREFIX",
-    "DynamoDBWriteClient",
-    "EntitlementNotActiveError",
-    "EntitlementTable",
-    "ErrEntitlementNotActive",
-    "FaultKind",
-    "Mix",
-    "Operation",
-    "PlantedFault",
-    "PlantedItem",
-    "SimulationConfig",
-    "SimulationSummary",
-    "TransactionRefused",
-    "plant_faults",
-    "run_simulation",
-]
+__all__ = ["Bag", "Mix", "Operation", "SimulationConfig", "SimulationSummary", "run_simulation"]
 
 import logging
 import random
 import time
-import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar, cast
-
-from botocore.exceptions import ClientError
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from typing import Any, Generic, TypeVar
 
 from devstack import _writes as writes
+from devstack.direct_writes import DirectWriteRefused, DirectWrites, NotActiveRefused
+from devstack.planted_faults import FaultKind, FaultPlanter, PlantedFault, new_id, new_token
 from pipeline.clock import Clock
-from schema.aws_errors import RETRYABLE_CANCELLATION_CODES, aws_error_code, cancellation_codes, converted
-from schema.errors import RetryableError, TerminalError
-from schema.table import EntitlementStatus, cancellation_key, entitlement_key, stale_key
+from schema.table import EntitlementStatus
 
 _log = logging.getLogger(__name__)
-
-CANARY_TOKEN_PREFIX = "PTOK-CANARY-"  # noqa: S105  (a marker to search for, not a secret)
-_TOKEN_PREFIX = "ptok-"  # noqa: S105
 
 
 class Operation(StrEnum):
@@ -91,133 +65,6 @@ class Operation(StrEnum):
     REACTIVATE = "reactivate"
     SECOND_SIGNUP = "second_signup"
     RELINK = "relink"
-
-
-class FaultKind(StrEnum):
-    STALE_PUT_RACE = "stale_put_race"
-    FAILED_REACTIVATION_DELETE = "failed_reactivation_delete"
-    STRING_TTL = "string_ttl"
-    MILLISECOND_TTL = "millisecond_ttl"
-    TOKEN_CANARY = "token_canary"  # noqa: S105  (a fault kind, not a secret)
-
-
-class EntitlementNotActiveError(TerminalError):
-    """arraylink.ErrEntitlementNotActive: SaveIfActive refused the write (the row is gone or not Active).
-    Terminal on both paths: recorded, never retried."""
-
-
-ErrEntitlementNotActive = EntitlementNotActiveError
-
-
-class TransactionRefused(TerminalError):
-    """A transaction's condition was not met (the table is not in the state the write moves it from)."""
-
-    def __init__(self, message: str, codes: list[str]) -> None:
-        super().__init__(message)
-        self.codes = codes
-
-
-# ---------------------------------------------------------------------------------------------------
-# The thin boto3 edge
-
-
-class DynamoDBWriteClient(Protocol):
-    """The data-plane calls the simulator makes (a boto3 `dynamodb` client has them)."""
-
-    def get_item(self, **kwargs: Any) -> dict[str, Any]: ...
-    def put_item(self, **kwargs: Any) -> dict[str, Any]: ...
-    def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
-    def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
-
-
-class EntitlementTable:
-    """The entitlements table as the simulated service writes it. Transient failures (throttling, 5xx,
-    connection errors) are retried with backoff; refusals never are."""
-
-    def __init__(
-        self,
-        client: DynamoDBWriteClient,
-        table_name: str,
-        *,
-        attempts: int = 4,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._client = client
-        self.table_name = table_name
-        self._attempts = attempts
-        self._sleep = sleep
-        self.writes = 0
-
-    def _retrying(self) -> Retrying:
-        return Retrying(
-            retry=retry_if_exception_type(RetryableError),
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential(multiplier=0.05, max=2.0),
-            sleep=self._sleep,
-            reraise=True,
-        )
-
-    def get_row(self, user_id: str, array_account_id: str) -> writes.LowLevelItem | None:
-        """The row's full low-level image (strongly consistent), or None."""
-        request = writes.get_row(self.table_name, user_id, array_account_id)
-        for attempt in self._retrying():
-            with attempt, converted("DynamoDB GetItem"):
-                item: writes.LowLevelItem | None = self._client.get_item(**request).get("Item")
-                return item
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def put(self, item: writes.LowLevelItem) -> None:
-        """An unconditional whole-item put (signup; or the stale write of a planted race)."""
-        request = writes.unconditional_put(self.table_name, item)
-        for attempt in self._retrying():
-            with attempt, converted("DynamoDB PutItem"):
-                self._client.put_item(**request)
-        self.writes += 1
-
-    def save_if_active(self, image: writes.LowLevelItem) -> None:
-        """dynamo.SaveIfActive: put back exactly `image` only if the row exists and is Active.
-        Raises EntitlementNotActiveError (terminal) when refused."""
-        request = writes.save_if_active(self.table_name, image)
-        for attempt in self._retrying():
-            with attempt:
-                try:
-                    self._client.put_item(**request)
-                except ClientError as error:
-                    if aws_error_code(error) == "ConditionalCheckFailedException":
-                        raise EntitlementNotActiveError("entitlement row is not active") from None
-                    with converted("DynamoDB PutItem"):
-                        raise
-        self.writes += 1
-
-    def update(self, request: dict[str, Any]) -> None:
-        for attempt in self._retrying():
-            with attempt:
-                try:
-                    self._client.update_item(**request)
-                except ClientError as error:
-                    if aws_error_code(error) == "ConditionalCheckFailedException":
-                        raise TransactionRefused("update refused", ["ConditionalCheckFailed"]) from None
-                    with converted("DynamoDB UpdateItem"):
-                        raise
-        self.writes += 1
-
-    def transact(self, items: list[dict[str, Any]]) -> None:
-        """One TransactWriteItems. Raises TransactionRefused when a condition fails."""
-        for attempt in self._retrying():
-            with attempt:
-                try:
-                    self._client.transact_write_items(TransactItems=items)
-                except ClientError as error:
-                    codes = cancellation_codes(error)
-                    failed = {c for c in codes if c not in ("None", "")}
-                    if aws_error_code(error) == "TransactionCanceledException":
-                        if failed <= {"ConditionalCheckFailed"}:
-                            raise TransactionRefused("transaction refused", codes) from None
-                        if failed & RETRYABLE_CANCELLATION_CODES:
-                            raise RetryableError("DynamoDB TransactWriteItems cancelled: conflict") from None
-                    with converted("DynamoDB TransactWriteItems"):
-                        raise
-        self.writes += 1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -272,33 +119,6 @@ class SimulationConfig:
             raise ValueError("ttl days must be at least 1")
 
 
-@dataclass(frozen=True, slots=True)
-class PlantedItem:
-    role: str
-    pk: str
-    sk: str
-
-
-@dataclass(frozen=True, slots=True)
-class PlantedFault:
-    fault_id: str
-    kind: FaultKind
-    items: tuple[PlantedItem, ...]
-    array_account_id: str  # the account the fault concerns (in use, or named by a malformed record)
-    processor_token: str | None = None  # canaries only
-    user_id: str = ""  # the fault's own user (every item's pk is theirs)
-
-    def to_json(self, *, include_keys: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {"fault_id": self.fault_id, "kind": self.kind.value}
-        if include_keys:
-            out["items"] = [{"role": i.role, "pk": i.pk, "sk": i.sk} for i in self.items]
-            out["user_id"] = self.user_id
-            out["array_account_id"] = self.array_account_id
-            if self.processor_token is not None:
-                out["processor_token"] = self.processor_token
-        return out
-
-
 @dataclass(slots=True)
 class SimulationSummary:
     seed: int
@@ -342,7 +162,7 @@ class SimulationSummary:
 _T = TypeVar("_T")
 
 
-class _Bag(Generic[_T]):
+class Bag(Generic[_T]):
     """A set with O(1) add/remove and seeded uniform choice; order depends only on the call sequence."""
 
     def __init__(self) -> None:
@@ -389,15 +209,11 @@ class _PendingRelink:
     image: writes.LowLevelItem
 
 
-def _new_id(rng: random.Random) -> str:
-    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
-
-
 class _Simulation:
     def __init__(
         self,
         config: SimulationConfig,
-        table: EntitlementTable,
+        table: DirectWrites,
         clock: Clock,
         sleep: Callable[[float], None],
         monotonic: Callable[[], float],
@@ -415,14 +231,15 @@ class _Simulation:
         self.summary = SimulationSummary(
             seed=config.seed, users=config.users, operations_requested=config.operations
         )
-        self.fresh: _Bag[_User] = _Bag()
-        self.active: _Bag[_User] = _Bag()
-        self.relinkable: _Bag[_User] = _Bag()
-        self.relinking: _Bag[_User] = _Bag()
-        self.cancelled: _Bag[_User] = _Bag()
+        self.fresh: Bag[_User] = Bag()
+        self.active: Bag[_User] = Bag()
+        self.relinkable: Bag[_User] = Bag()
+        self.relinking: Bag[_User] = Bag()
+        self.cancelled: Bag[_User] = Bag()
         self.pending: list[_PendingRelink] = []
+        self.planter = FaultPlanter(config, table, self.fault_rng, self.now)
         for _ in range(config.users):
-            self.fresh.add(_User(_new_id(self.rng)))
+            self.fresh.add(_User(new_id(self.rng)))
 
     # -- time ---------------------------------------------------------------------------------------
 
@@ -508,18 +325,14 @@ class _Simulation:
 
     # -- the operations -----------------------------------------------------------------------------
 
-    def new_token(self, rng: random.Random, *, canary: bool = False) -> str:
-        prefix = CANARY_TOKEN_PREFIX if canary else _TOKEN_PREFIX
-        return f"{prefix}{rng.getrandbits(128):032x}"
-
     def signup(self, user: _User) -> None:
         self.fresh.discard(user)
-        account = _new_id(self.rng)
+        account = new_id(self.rng)
         row = writes.entitlement_row(
             user.user_id,
             account,
             status=EntitlementStatus.ACTIVE,
-            processor_token=self.new_token(self.rng),
+            processor_token=new_token(self.rng),
             now=self.now(),
         )
         self.table.put(row)
@@ -537,7 +350,7 @@ class _Simulation:
                     self.table.table_name, user.user_id, account, ttl={"N": str(ttl)}, now=now
                 )
             )
-        except TransactionRefused:
+        except DirectWriteRefused:
             self.refused(Operation.CANCEL)
             self.retire(user)
             return
@@ -553,7 +366,7 @@ class _Simulation:
             self.table.transact(
                 writes.reactivation_transaction(self.table.table_name, user.user_id, account, now=self.now())
             )
-        except TransactionRefused:
+        except DirectWriteRefused:
             self.refused(Operation.REACTIVATE)
             self.retire(user)
             return
@@ -564,13 +377,13 @@ class _Simulation:
     def second_signup(self, user: _User) -> None:
         assert user.active is not None
         old = user.active
-        new = _new_id(self.rng)
+        new = new_id(self.rng)
         now = self.now()
         row = writes.entitlement_row(
             user.user_id,
             new,
             status=EntitlementStatus.ACTIVE,
-            processor_token=self.new_token(self.rng),
+            processor_token=new_token(self.rng),
             now=now,
         )
         stale_ttl = writes.ttl_after(now, self.config.stale_entitlement_ttl_days)
@@ -585,7 +398,7 @@ class _Simulation:
                     now=now,
                 )
             )
-        except TransactionRefused:
+        except DirectWriteRefused:
             self.refused(Operation.SECOND_SIGNUP)
             self.retire(user)
             return
@@ -611,7 +424,7 @@ class _Simulation:
         for relink in due:
             try:
                 self.table.save_if_active(relink.image)
-            except EntitlementNotActiveError:
+            except NotActiveRefused:
                 self.summary.guard_rejections += 1  # terminal: recorded, never retried
             else:
                 self.summary.relinks_saved += 1
@@ -645,86 +458,10 @@ class _Simulation:
                 schedule.setdefault(position, []).append(kind)
         return schedule
 
-    def plant(self, kind: FaultKind, *, namespace: str = "") -> None:
-        rng = self.fault_rng
-        fault_id = f"F{len(self.summary.planted_faults) + 1:03d}"
-        user_id = f"{namespace}{_new_id(rng)}"
-        account = _new_id(rng)
-        token = self.new_token(rng, canary=kind is FaultKind.TOKEN_CANARY)
-        name = self.table.table_name
-        now = self.now()
-        row = writes.entitlement_row(
-            user_id, account, status=EntitlementStatus.ACTIVE, processor_token=token, now=now
-        )
-        self.table.put(row)  # every fault starts from an ordinary signup on its own user
-        row_key = entitlement_key(user_id, account)
-        items: list[PlantedItem] = [PlantedItem("row", row_key["pk"], row_key["sk"])]
-        planted_token: str | None = None
-
-        if kind is FaultKind.TOKEN_CANARY:
-            image = self.table.get_row(user_id, account)
-            assert image is not None
-            self.table.save_if_active(image)  # a relink (its unchanged put writes no stream record)
-            planted_token = token
-        elif kind is FaultKind.STRING_TTL:
-            ttl = writes.ttl_after(now, self.config.cleanup_ttl_days)
-            self.table.transact(
-                writes.cancellation_transaction(name, user_id, account, ttl={"S": str(ttl)}, now=now)
-            )
-            key = cancellation_key(user_id)
-            items.append(PlantedItem("cancellation_record_string_ttl", key["pk"], key["sk"]))
-        elif kind is FaultKind.FAILED_REACTIVATION_DELETE:
-            ttl = writes.ttl_after(now, self.config.cleanup_ttl_days)
-            self.table.transact(
-                writes.cancellation_transaction(name, user_id, account, ttl={"N": str(ttl)}, now=now)
-            )
-            self.table.update(writes.mark_active(name, user_id, account, now=self.now()))
-            key = cancellation_key(user_id)
-            items.append(PlantedItem("cancellation_record_left_behind", key["pk"], key["sk"]))
-        else:  # the two faults made by a second signup
-            stale_image = self.table.get_row(user_id, account) if kind is FaultKind.STALE_PUT_RACE else None
-            new_account = _new_id(rng)
-            new_row = writes.entitlement_row(
-                user_id,
-                new_account,
-                status=EntitlementStatus.ACTIVE,
-                processor_token=self.new_token(rng),
-                now=now,
-            )
-            ttl_seconds = writes.ttl_after(now, self.config.stale_entitlement_ttl_days)
-            ttl_value = ttl_seconds * 1000 if kind is FaultKind.MILLISECOND_TTL else ttl_seconds
-            self.table.transact(
-                writes.second_signup_transaction(
-                    name,
-                    user_id,
-                    old_array_account_id=account,
-                    new_row=new_row,
-                    stale_ttl={"N": str(ttl_value)},
-                    now=now,
-                )
-            )
-            new_key = entitlement_key(user_id, new_account)
-            items.append(PlantedItem("new_row", new_key["pk"], new_key["sk"]))
-            key = stale_key(user_id, account)
-            if kind is FaultKind.STALE_PUT_RACE:
-                assert stale_image is not None
-                self.table.put(stale_image)  # the unguarded write SaveIfActive exists to refuse
-                items[0] = PlantedItem("resurrected_row", row_key["pk"], row_key["sk"])
-                items.append(PlantedItem("stale_record_naming_account_in_use", key["pk"], key["sk"]))
-            else:
-                items.append(PlantedItem("stale_record_millisecond_ttl", key["pk"], key["sk"]))
-
+    def plant(self, kind: FaultKind) -> None:
+        fault = self.planter.plant(kind)
         self.summary.faults[kind.value] += 1
-        self.summary.planted_faults.append(
-            PlantedFault(
-                fault_id=fault_id,
-                kind=kind,
-                items=tuple(items),
-                array_account_id=account,
-                processor_token=planted_token,
-                user_id=user_id,
-            )
-        )
+        self.summary.planted_faults.append(fault)
 
     # -- the run ------------------------------------------------------------------------------------
 
@@ -760,7 +497,7 @@ class _Simulation:
 
 def run_simulation(
     config: SimulationConfig,
-    table: EntitlementTable,
+    table: DirectWrites,
     clock: Clock,
     *,
     sleep: Callable[[float], None] = time.sleep,
@@ -775,53 +512,3 @@ def run_simulation(
     if progress is not None:
         progress(config.operations, config.operations)
     return summary
-
-
-class _UnwrittenTable:
-    """Takes a planted fault's writes and sends none (a suppressed fault): reads answer what was put."""
-
-    def __init__(self, table_name: str) -> None:
-        self.table_name = table_name
-        self.writes = 0
-        self._rows: dict[tuple[str, str], writes.LowLevelItem] = {}
-
-    def get_row(self, user_id: str, array_account_id: str) -> writes.LowLevelItem | None:
-        key = entitlement_key(user_id, array_account_id)
-        return self._rows.get((key["pk"], key["sk"]))
-
-    def put(self, item: writes.LowLevelItem) -> None:
-        self._rows[(item["pk"]["S"], item["sk"]["S"])] = item
-
-    def save_if_active(self, image: writes.LowLevelItem) -> None:
-        self.put(image)
-
-    def update(self, request: dict[str, Any]) -> None:
-        return None
-
-    def transact(self, items: list[dict[str, Any]]) -> None:
-        return None
-
-
-def plant_faults(
-    config: SimulationConfig,
-    table: EntitlementTable,
-    clock: Clock,
-    kinds: tuple[FaultKind, ...],
-    *,
-    namespace: str = "",
-    unwritten: Collection[FaultKind] = (),
-) -> list[PlantedFault]:
-    """Plant `config.faults_per_kind` of each of `kinds` by direct table writes, each on its own user
-    (the anomalies a workload through the service cannot produce: a string or millisecond ttl, a failed
-    reactivation delete, a canary token in a row). User ids start with `namespace`.
-
-    A kind in `unwritten` is described exactly as if planted (same ids, same items) but none of its
-    writes is sent: a demo checking its own verdict plants a fault the audits cannot find."""
-    simulation = _Simulation(config, table, clock, time.sleep, time.monotonic)
-    for kind in kinds:
-        for _ in range(config.faults_per_kind):
-            if kind in unwritten:
-                simulation.table = cast(EntitlementTable, _UnwrittenTable(table.table_name))
-            simulation.plant(kind, namespace=namespace)
-            simulation.table = table
-    return list(simulation.summary.planted_faults)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from devstack.simulator import FaultKind, PlantedFault, PlantedItem
+from devstack.planted_faults import FaultKind, PlantedFault, PlantedItem
 from schema.table import ENTITLEMENT_SK_PREFIX
 
 MANIFEST_NAME = "planted.json"

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from devstack.simulator import FaultKind
+from devstack.planted_faults import FaultKind
 from entitlements._demo import DemoOptions, run_demo
 from entitlements._logging import configure_logging
 
@@ -44,7 +44,7 @@ def demo(
             help="Bursts per second of two simultaneous requests for one user beside the mix (0: none); "
             "a losing request's 409 concurrent_request is a documented answer.",
         ),
-    ] = 5.0,
+    ] = 0.0,
     days_per_second: Annotated[
         float, typer.Option(min=0.1, max=20.0, help="Simulated days per real second (63 days = the policy).")
     ] = 4.2,

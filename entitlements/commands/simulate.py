@@ -31,8 +31,9 @@ from entitlements._logging import configure_logging
 from entitlements._progress import progress
 
 if TYPE_CHECKING:  # the simulator and the service are imported when the command runs: --help stays fast
+    from devstack.direct_writes import DirectWrites
     from devstack.service_workload import WorkloadSummary
-    from devstack.simulator import EntitlementTable, SimulationConfig
+    from devstack.simulator import SimulationConfig
 
 app = typer.Typer()
 
@@ -112,7 +113,8 @@ def simulate(
 ) -> None:
     """Send the service's workload (through the service with --clients, else to the table); print a
     summary (counts only) as JSON."""
-    from devstack.simulator import EntitlementTable, Mix, SimulationConfig, run_simulation  # noqa: PLC0415
+    from devstack.direct_writes import DirectWrites  # noqa: PLC0415
+    from devstack.simulator import Mix, SimulationConfig, run_simulation  # noqa: PLC0415
     from entitlements import compose  # noqa: PLC0415
     from entitlements._clients import aws_client  # noqa: PLC0415
     from pipeline.clock import clock_from_settings  # noqa: PLC0415
@@ -151,7 +153,7 @@ def simulate(
     # The table, reached once first: missing or unreachable, one line naming the fix (the messages of
     # the errors below hold codes only, never keys or bodies).
     compose.table_stream_arn(settings, table_name=config.table_name)
-    table = EntitlementTable(aws_client(settings.aws, "dynamodb"), config.table_name)
+    table = DirectWrites(aws_client(settings.aws, "dynamodb"), config.table_name)
     summary: Any
     if clients == 0:
         with progress("simulating: operations written to the table", total=config.operations) as bar:
@@ -174,15 +176,15 @@ def simulate(
 def _through_the_service(
     settings: Settings,
     config: SimulationConfig,
-    table: EntitlementTable,
+    table: DirectWrites,
     *,
     clients: int,
     service_url: str | None,
     unguarded: bool,
     concurrent_same_user: float,
 ) -> WorkloadSummary:
+    from devstack.planted_faults import FaultKind, plant_faults  # noqa: PLC0415
     from devstack.service_workload import WorkloadConfig, run_service_workload  # noqa: PLC0415
-    from devstack.simulator import FaultKind, plant_faults  # noqa: PLC0415
     from entitlements._workload import local_service  # noqa: PLC0415 (the service's stack, only here)
     from pipeline.clock import clock_from_settings  # noqa: PLC0415
 

@@ -11,19 +11,9 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from devstack.simulator import (
-    CANARY_TOKEN_PREFIX,
-    EntitlementNotActiveError,
-    EntitlementTable,
-    ErrEntitlementNotActive,
-    FaultKind,
-    Mix,
-    PlantedFault,
-    SimulationConfig,
-    SimulationSummary,
-    plant_faults,
-    run_simulation,
-)
+from devstack.direct_writes import DirectWrites, NotActiveRefused
+from devstack.planted_faults import CANARY_TOKEN_PREFIX, FaultKind, PlantedFault, plant_faults
+from devstack.simulator import Mix, SimulationConfig, SimulationSummary, run_simulation
 from devstack.ttl_emulator import TtlEmulator
 from pipeline.clock import Clock
 from pipeline.tables import TableDescription, create_table
@@ -64,7 +54,7 @@ def simulate(
     client: Any, table: TableDescription, clock: Clock | None = None, **config: Any
 ) -> SimulationSummary:
     settings = SimulationConfig(table_name=table.table_name, **config)
-    return run_simulation(settings, EntitlementTable(client, table.table_name), clock or FixedClock(NOW))
+    return run_simulation(settings, DirectWrites(client, table.table_name), clock or FixedClock(NOW))
 
 
 def rows(dynamodb: Any, table: TableDescription) -> list[dict[str, Any]]:
@@ -370,7 +360,7 @@ def test_guarded_relinks_never_leave_a_user_two_active_rows(
 def test_save_if_active_writes_back_an_active_row(dynamodb: Any, table: TableDescription) -> None:
     image = active_row("u1", "a1")
     dynamodb.put_item(TableName=table.table_name, Item=image)
-    EntitlementTable(dynamodb, table.table_name).save_if_active(image)
+    DirectWrites(dynamodb, table.table_name).save_if_active(image)
     assert get_item(dynamodb, table.table_name, "USER#u1", "ENTITLEMENT#a1") == image
 
 
@@ -380,35 +370,33 @@ def test_save_if_active_refuses_a_row_that_is_no_longer_active(
 ) -> None:
     image = active_row("u1", "a1")
     set_status(dynamodb, table, image, status)
-    with pytest.raises(EntitlementNotActiveError):
-        EntitlementTable(dynamodb, table.table_name).save_if_active(image)
+    with pytest.raises(NotActiveRefused):
+        DirectWrites(dynamodb, table.table_name).save_if_active(image)
 
 
 def test_save_if_active_refuses_a_missing_row(dynamodb: Any, table: TableDescription) -> None:
-    with pytest.raises(EntitlementNotActiveError):
-        EntitlementTable(dynamodb, table.table_name).save_if_active(active_row("u1", "a1"))
+    with pytest.raises(NotActiveRefused):
+        DirectWrites(dynamodb, table.table_name).save_if_active(active_row("u1", "a1"))
 
 
 def test_a_refused_save_leaves_the_row_as_it_was(dynamodb: Any, table: TableDescription) -> None:
     image = active_row("u1", "a1")
     set_status(dynamodb, table, image, "Superseded")
-    with pytest.raises(EntitlementNotActiveError):
-        EntitlementTable(dynamodb, table.table_name).save_if_active(image)
+    with pytest.raises(NotActiveRefused):
+        DirectWrites(dynamodb, table.table_name).save_if_active(image)
     row = get_item(dynamodb, table.table_name, "USER#u1", "ENTITLEMENT#a1")
     assert row is not None and row["status"] == {"S": "Superseded"}
 
 
 def test_a_refused_save_is_never_retried(dynamodb: Any, table: TableDescription) -> None:
     spy = Spy(dynamodb)
-    with pytest.raises(EntitlementNotActiveError):
-        EntitlementTable(spy, table.table_name).save_if_active(active_row("u1", "a1"))
+    with pytest.raises(NotActiveRefused):
+        DirectWrites(spy, table.table_name).save_if_active(active_row("u1", "a1"))
     assert [name for name, _ in spy.calls] == ["put_item"]
 
 
-def test_err_entitlement_not_active_is_terminal() -> None:
-    assert ErrEntitlementNotActive is EntitlementNotActiveError and issubclass(
-        ErrEntitlementNotActive, TerminalError
-    )
+def test_a_refused_direct_put_back_is_terminal() -> None:
+    assert issubclass(NotActiveRefused, TerminalError)
 
 
 # ---- planted faults ------------------------------------------------------------------------------
@@ -594,7 +582,7 @@ def test_a_rate_paces_operations_through_the_sleep_it_is_given(
     )
     run_simulation(
         settings,
-        EntitlementTable(dynamodb, table.table_name),
+        DirectWrites(dynamodb, table.table_name),
         FixedClock(NOW),
         sleep=slept.append,
         monotonic=lambda: 0.0,
@@ -605,9 +593,7 @@ def test_a_rate_paces_operations_through_the_sleep_it_is_given(
 def test_without_a_rate_nothing_sleeps(dynamodb: Any, table: TableDescription) -> None:
     slept: list[float] = []
     settings = SimulationConfig(table_name=table.table_name, users=5, operations=5, mix=only(signup=1))
-    run_simulation(
-        settings, EntitlementTable(dynamodb, table.table_name), FixedClock(NOW), sleep=slept.append
-    )
+    run_simulation(settings, DirectWrites(dynamodb, table.table_name), FixedClock(NOW), sleep=slept.append)
     assert slept == []
 
 
@@ -691,7 +677,7 @@ class Throttled:
 
 def test_a_throttled_write_is_retried_until_it_passes(dynamodb: Any, table: TableDescription) -> None:
     throttled = Throttled(dynamodb, times=2)
-    EntitlementTable(throttled, table.table_name, sleep=lambda _: None).put(active_row("u1", "a1"))
+    DirectWrites(throttled, table.table_name, sleep=lambda _: None).put(active_row("u1", "a1"))
     assert (
         throttled.calls,
         get_item(dynamodb, table.table_name, "USER#u1", "ENTITLEMENT#a1") is not None,
@@ -704,7 +690,7 @@ def test_a_throttled_write_is_retried_until_it_passes(dynamodb: Any, table: Tabl
 def test_a_write_that_stays_throttled_is_a_retryable_error(dynamodb: Any, table: TableDescription) -> None:
     throttled = Throttled(dynamodb, times=10)
     with pytest.raises(RetryableError, match="ThrottlingException"):
-        EntitlementTable(throttled, table.table_name, attempts=3, sleep=lambda _: None).put(
+        DirectWrites(throttled, table.table_name, attempts=3, sleep=lambda _: None).put(
             active_row("u1", "a1")
         )
 
@@ -715,10 +701,10 @@ def test_a_fault_planted_unwritten_is_described_as_if_written_and_sends_no_write
     kinds = (FaultKind.STRING_TTL, FaultKind.TOKEN_CANARY)
     config = SimulationConfig(table_name=table.table_name, seed=5)
     spy = Spy(dynamodb)
-    written = plant_faults(config, EntitlementTable(dynamodb, table.table_name), FixedClock(NOW), kinds)
+    written = plant_faults(config, DirectWrites(dynamodb, table.table_name), FixedClock(NOW), kinds)
     unwritten = plant_faults(
         config,
-        EntitlementTable(spy, table.table_name),
+        DirectWrites(spy, table.table_name),
         FixedClock(NOW),
         kinds,
         unwritten=(FaultKind.STRING_TTL,),
@@ -731,7 +717,7 @@ def test_planted_faults_users_carry_the_namespace(dynamodb: Any, table: TableDes
     config = SimulationConfig(table_name=table.table_name, seed=5)
     faults = plant_faults(
         config,
-        EntitlementTable(dynamodb, table.table_name),
+        DirectWrites(dynamodb, table.table_name),
         FixedClock(NOW),
         (FaultKind.STRING_TTL,),
         namespace="r2-",
@@ -746,7 +732,7 @@ def test_progress_is_reported_before_each_operation_and_at_the_end(
     settings = SimulationConfig(table_name=table.table_name, users=2, operations=3, mix=only(signup=1))
     run_simulation(
         settings,
-        EntitlementTable(dynamodb, table.table_name),
+        DirectWrites(dynamodb, table.table_name),
         FixedClock(NOW),
         progress=lambda done, total: seen.append((done, total)),
     )

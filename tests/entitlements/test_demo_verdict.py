@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from devstack.simulator import EntitlementTable, FaultKind, PlantedFault, SimulationConfig, plant_faults
+from devstack.direct_writes import DirectWrites
+from devstack.planted_faults import FaultKind, PlantedFault, plant_faults
+from devstack.simulator import SimulationConfig
 from entitlements._demo_verdict import expected_rows, judge, read_manifest, write_manifest
 from pipeline.clock import SimulatedClock
 
@@ -37,7 +39,7 @@ class Audit:
 def planted() -> list[PlantedFault]:
     """Three faults as the demo plants them (described, nothing written)."""
     clock = SimulatedClock(datetime(2026, 1, 1, tzinfo=UTC), datetime.now(UTC), 1.0)
-    table = EntitlementTable(client=None, table_name="entitlements")  # type: ignore[arg-type]
+    table = DirectWrites(client=None, table_name="entitlements")  # type: ignore[arg-type]
     return plant_faults(SimulationConfig("entitlements", seed=3), table, clock, KINDS, unwritten=KINDS)
 
 

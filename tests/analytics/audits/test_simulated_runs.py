@@ -13,14 +13,9 @@ import pytest
 
 from analytics.audits import AuditReport, render_report, run_audits
 from analytics.lake import LakeHandler, open_lake
-from devstack.simulator import (
-    CANARY_TOKEN_PREFIX,
-    EntitlementTable,
-    FaultKind,
-    SimulationConfig,
-    SimulationSummary,
-    run_simulation,
-)
+from devstack.direct_writes import DirectWrites
+from devstack.planted_faults import CANARY_TOKEN_PREFIX, FaultKind
+from devstack.simulator import SimulationConfig, SimulationSummary, run_simulation
 from pipeline.decode import decode_stream_record
 from pipeline.tables import TableDescription, create_table
 from tests.analytics.audits.conftest import found, keys
@@ -67,7 +62,7 @@ def simulate_and_audit(
     config = SimulationConfig(
         table_name=table.table_name, users=25, operations=150, seed=3, faults=faults, faults_per_kind=2
     )
-    summary = run_simulation(config, EntitlementTable(dynamodb, table.table_name), FixedClock(NOW))
+    summary = run_simulation(config, DirectWrites(dynamodb, table.table_name), FixedClock(NOW))
     lake = open_lake(str(root / "lake"))
     handler = LakeHandler(lake)
     shards = streams.describe_stream(StreamArn=table.stream_arn)["StreamDescription"]["Shards"]
