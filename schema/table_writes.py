@@ -11,6 +11,8 @@ them. An image may hold a processor token: never log one.
 from __future__ import annotations
 
 __all__ = [
+    "IDEMPOTENCY_IN_FLIGHT",
+    "IDEMPOTENCY_RELEASED",
     "SAVE_IF_ACTIVE_CONDITION",
     "AttributeValue",
     "LowLevelItem",
@@ -20,6 +22,8 @@ __all__ = [
     "cancellation_transaction",
     "entitlement_row",
     "guard_update",
+    "idempotency_answer",
+    "idempotency_claim",
     "lost_race_schedule",
     "low_level",
     "new_row_put",
@@ -42,6 +46,7 @@ from schema.table import (
     entitlement_key,
     gsi1_key,
     guard_key,
+    idempotency_key,
     stale_key,
 )
 
@@ -344,3 +349,68 @@ def second_signup_transaction(
         *retire_transaction(table_name, user_id, old_array_account_id, stale_ttl=stale_ttl, now=now),
     ]
     return _guarded(table_name, user_id, guard_version, items, now)
+
+
+# -- idempotency records ---------------------------------------------------------------------------------
+
+IDEMPOTENCY_IN_FLIGHT = 0  # responseStatus of a claimed key whose request has not answered yet
+IDEMPOTENCY_RELEASED = 1  # responseStatus of a key whose request failed transiently: a retry may claim it
+
+
+def idempotency_claim(
+    table_name: str,
+    user_id: str,
+    key_digest: str,
+    request_digest: str,
+    *,
+    ttl: int,
+    now: datetime,
+    stale_before: datetime,
+) -> dict[str, Any]:
+    """A PutItem claiming an Idempotency-Key for one request: only when the key is new, released by a
+    transient failure of the same request, or claimed by the same request that never answered (its
+    process died) before `stale_before`."""
+    item = low_level(
+        {
+            **idempotency_key(user_id, key_digest),
+            "userId": user_id,
+            "requestDigest": request_digest,
+            "responseBody": "",
+            "createdAt": business_time(now),
+        }
+    )
+    item["responseStatus"] = {"N": str(IDEMPOTENCY_IN_FLIGHT)}
+    item["ttl"] = {"N": str(ttl)}
+    return {
+        "TableName": table_name,
+        "Item": item,
+        "ConditionExpression": (
+            "attribute_not_exists(pk) OR (requestDigest = :request AND (responseStatus = :released"
+            " OR (responseStatus = :in_flight AND createdAt < :stale)))"
+        ),
+        "ExpressionAttributeValues": {
+            ":request": _s(request_digest),
+            ":released": {"N": str(IDEMPOTENCY_RELEASED)},
+            ":in_flight": {"N": str(IDEMPOTENCY_IN_FLIGHT)},
+            ":stale": _s(business_time(stale_before)),
+        },
+    }
+
+
+def idempotency_answer(
+    table_name: str, user_id: str, key_digest: str, *, status: int, body: str, created_at: str
+) -> dict[str, Any]:
+    """An UpdateItem storing the answer of the request that holds the claim made at `created_at` (a
+    claim taken over since is not overwritten). `status` IDEMPOTENCY_RELEASED releases the key."""
+    return {
+        "TableName": table_name,
+        "Key": low_level(idempotency_key(user_id, key_digest)),
+        "UpdateExpression": "SET responseStatus = :status, responseBody = :body",
+        "ConditionExpression": "createdAt = :claimed AND responseStatus = :in_flight",
+        "ExpressionAttributeValues": {
+            ":status": {"N": str(status)},
+            ":body": _s(body),
+            ":claimed": _s(created_at),
+            ":in_flight": {"N": str(IDEMPOTENCY_IN_FLIGHT)},
+        },
+    }

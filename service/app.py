@@ -20,14 +20,15 @@ from __future__ import annotations
 
 __all__ = ["ServiceParts", "create_app"]
 
+import json
 import logging
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Path, Request
+from fastapi import FastAPI, Header, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
@@ -36,6 +37,7 @@ import telemetry
 from schema.errors import EntitlementsError, RetryableError
 from service.arraylink import link_and_record
 from service.errors import ServiceRefusal, ServiceUnavailableError
+from service.idempotency import IDEMPOTENCY_KEY_PATTERN, Idempotency, Replay
 from service.outcomes import OutcomeRecorder
 from service.parts import ServiceParts
 from service.writes import SignupResult
@@ -44,6 +46,14 @@ logger = logging.getLogger(__name__)
 
 USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="Our user id (the erasure ACCOUNT key)")]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Optional: a retry with the same key returns the first answer (service/idempotency.py)",
+    ),
+]
 
 
 class Account(BaseModel):
@@ -157,42 +167,61 @@ def create_app(parts: ServiceParts) -> FastAPI:
         return _refusal(422, "validation", "invalid request: " + ", ".join(fields))
 
     service = parts.service
+    keyed = _Keyed(parts.idempotency or Idempotency(service.table, service.clock))
 
     @app.post("/{user_id}/signup", status_code=201, response_model=Account)
-    def signup(user_id: UserId) -> Any:
-        """Create the user at Array, then write a fresh Active row (one unconditional put)."""
-        result = service.signup(user_id)
-        return _account(result, 201)
+    def signup(user_id: UserId, idempotency_key: IdempotencyKey = None) -> Any:
+        """Create the user at Array, then the user's guard + a fresh Active row, in one transaction."""
+        return keyed(user_id, idempotency_key, "signup", lambda: _account(service.signup(user_id), 201))
 
     @app.post("/{user_id}/cancellation", response_model=Account)
-    def cancellation(user_id: UserId) -> Account:
-        """The Active row Cancelled and the cancellation record, in one transaction."""
-        return Account(arrayAccountId=service.cancel(user_id), status="Cancelled", written=True)
+    def cancellation(user_id: UserId, idempotency_key: IdempotencyKey = None) -> Any:
+        """The guard, the Active row Cancelled and the cancellation record, in one transaction."""
+
+        def run() -> JSONResponse:
+            body = Account(arrayAccountId=service.cancel(user_id), status="Cancelled", written=True)
+            return JSONResponse(status_code=200, content=body.model_dump())
+
+        return keyed(user_id, idempotency_key, "cancellation", run)
 
     @app.post("/{user_id}/reactivation", response_model=Account)
-    def reactivation(user_id: UserId) -> Account:
-        """The cancellation record deleted and its row Active again, in one transaction."""
-        return Account(arrayAccountId=service.reactivate(user_id), status="Active", written=True)
+    def reactivation(user_id: UserId, idempotency_key: IdempotencyKey = None) -> Any:
+        """The guard, the cancellation record deleted and its row Active again, in one transaction."""
+
+        def run() -> JSONResponse:
+            body = Account(arrayAccountId=service.reactivate(user_id), status="Active", written=True)
+            return JSONResponse(status_code=200, content=body.model_dump())
+
+        return keyed(user_id, idempotency_key, "reactivation", run)
 
     @app.post("/{user_id}/array-signup", status_code=201, response_model=SecondSignup)
-    def array_signup(user_id: UserId) -> Any:
+    def array_signup(user_id: UserId, idempotency_key: IdempotencyKey = None) -> Any:
         """A second Array signup: new Active row, the old one retired with a stale cleanup record."""
-        result = service.second_signup(user_id)
-        body = SecondSignup(
-            arrayAccountId=result.array_account_id,
-            status="Active",
-            written=result.written,
-            retired=result.retired,
-        )
-        return JSONResponse(status_code=201 if result.written else 200, content=body.model_dump())
+
+        def run() -> JSONResponse:
+            result = service.second_signup(user_id)
+            body = SecondSignup(
+                arrayAccountId=result.array_account_id,
+                status="Active",
+                written=result.written,
+                retired=result.retired,
+            )
+            return JSONResponse(status_code=201 if result.written else 200, content=body.model_dump())
+
+        return keyed(user_id, idempotency_key, "array-signup", run)
 
     @app.post("/{user_id}/processor", response_model=Linked)
-    def processor(user_id: UserId) -> Any:
+    def processor(user_id: UserId, idempotency_key: IdempotencyKey = None) -> Any:
         """arraylink: resolve the primary account, post its processor token to Array, SaveIfActive."""
-        attempt = link_and_record(parts.arraylink, parts.recorder, user_id, job_id=uuid.uuid4().hex)
-        if attempt.error is not None:
-            return _answer(attempt.error)
-        return Linked(arrayAccountId=attempt.array_account_id or "")
+
+        def run() -> JSONResponse:
+            attempt = link_and_record(parts.arraylink, parts.recorder, user_id, job_id=uuid.uuid4().hex)
+            if attempt.error is not None:
+                return _answer(attempt.error)
+            body = Linked(arrayAccountId=attempt.array_account_id or "")
+            return JSONResponse(status_code=200, content=body.model_dump())
+
+        return keyed(user_id, idempotency_key, "processor", run)
 
     @app.get("/stats")
     def stats() -> dict[str, dict[str, int]]:
@@ -202,6 +231,41 @@ def create_app(parts: ServiceParts) -> FastAPI:
         return {"requests": service.snapshot(), "outcomes": outcomes, "outcome_details": details}
 
     return app
+
+
+class _Keyed:
+    """Runs one request; with an Idempotency-Key, at most once: a retry gets the first answer."""
+
+    def __init__(self, idempotency: Idempotency) -> None:
+        self._idempotency = idempotency
+
+    def __call__(
+        self, user_id: str, key: str | None, route: str, run: Callable[[], JSONResponse]
+    ) -> JSONResponse:
+        if key is None:
+            return _answered(run)
+        begun = self._idempotency.begin(user_id, key, route)  # a refusal is answered as every other
+        if isinstance(begun, Replay):
+            return JSONResponse(
+                status_code=begun.status,
+                content=json.loads(begun.body),
+                headers={"Idempotent-Replayed": "true"},
+            )
+        try:
+            response = _answered(run)
+        except Exception:
+            self._idempotency.finish(user_id, begun, 500, "")  # released: the retry runs
+            raise
+        self._idempotency.finish(user_id, begun, response.status_code, bytes(response.body).decode("utf-8"))
+        return response
+
+
+def _answered(run: Callable[[], JSONResponse]) -> JSONResponse:
+    """The route's answer, a refusal answered here (so that it can be stored for a keyed request)."""
+    try:
+        return run()
+    except EntitlementsError as error:
+        return _answer(error)
 
 
 def _account(result: SignupResult, created: int) -> JSONResponse:

@@ -64,6 +64,7 @@ from schema.table_writes import (
     entitlement_row,
     guard_update,
     lost_race_schedule,
+    low_level,
     reactivation_transaction,
     retire_transaction,
     save_if_active_request,
@@ -120,6 +121,8 @@ class DynamoDBClient(Protocol):
     """The data-plane calls the service makes (a boto3 `dynamodb` client has them)."""
 
     def put_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    def get_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
     def query(self, **kwargs: Any) -> dict[str, Any]: ...
     def scan(self, **kwargs: Any) -> dict[str, Any]: ...
     def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
@@ -174,6 +177,28 @@ class EntitlementTable:
         if row is None:
             raise EntitlementNotActiveError("the user has no Active entitlement row")
         return row
+
+    def put_if(self, request: dict[str, Any]) -> bool:
+        """A conditional PutItem: False when its condition refused it."""
+        try:
+            self._call("DynamoDB PutItem", self._client.put_item, request)
+        except _CheckFailedError:
+            return False
+        return True
+
+    def update_if(self, request: dict[str, Any]) -> bool:
+        """A conditional UpdateItem: False when its condition refused it."""
+        try:
+            self._call("DynamoDB UpdateItem", self._client.update_item, request)
+        except _CheckFailedError:
+            return False
+        return True
+
+    def read_item(self, key: dict[str, str]) -> LowLevelItem | None:
+        """One item by its key (strongly consistent), or None."""
+        request = {"TableName": self.table_name, "Key": low_level(key), "ConsistentRead": True}
+        item: LowLevelItem | None = self._call("DynamoDB GetItem", self._client.get_item, request).get("Item")
+        return item
 
     def save_if_active(self, image: LowLevelItem) -> None:
         """dynamo.SaveIfActive: put back exactly `image` if the row still exists and is still Active.

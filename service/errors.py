@@ -7,6 +7,7 @@ words only (never a user id, an account id, a token or a body), so it may be log
                                      ├─ EntitlementNotActiveError   404 entitlement_not_active
                                      ├─ WrongStateError             409 <the state rule>
                                      │   └─ ConcurrentRequestError  409 concurrent_request
+                                     ├─ IdempotencyKeyReusedError   422 idempotency_key_reused
                                      └─ DownstreamRefusedError      502 <service>_<status>
     RetryableError ── ServiceUnavailableError                       503 <what> (safe to retry)
 """
@@ -18,6 +19,7 @@ __all__ = [
     "DownstreamRefusedError",
     "EntitlementNotActiveError",
     "ErrEntitlementNotActive",
+    "IdempotencyKeyReusedError",
     "ServiceRefusal",
     "ServiceUnavailableError",
     "UnknownUserError",
@@ -76,6 +78,14 @@ class ConcurrentRequestError(WrongStateError):
     Array created for it, scheduled on its stale key. Read the user's state and retry if still needed."""
 
     code = "concurrent_request"
+
+
+class IdempotencyKeyReusedError(ServiceRefusal):
+    """An Idempotency-Key the user sent before with another request (another route): refused, nothing
+    done. A key names one request; a new request takes a new key."""
+
+    status = 422
+    code = "idempotency_key_reused"
 
 
 class DownstreamRefusedError(ServiceRefusal):

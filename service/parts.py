@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.arraylink import ArrayLink
+from service.idempotency import Idempotency
 from service.outcomes import OutcomeRecorder
 from service.writes import EntitlementService
 
@@ -21,3 +22,5 @@ class ServiceParts:
     recorder: OutcomeRecorder
     outcome_flush_seconds: float = 2.0
     close: Callable[[], None] | None = None
+    # The Idempotency-Key records; None: built on the service's own table and clock by `create_app`.
+    idempotency: Idempotency | None = None

@@ -87,6 +87,14 @@ class EntitlementService:
         self._lock = threading.Lock()
         self.counts: dict[str, int] = {}
 
+    @property
+    def table(self) -> EntitlementTable:
+        return self._table
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     def snapshot(self) -> dict[str, int]:
         """The writes by kind, copied under the lock."""
         with self._lock:

@@ -10,15 +10,20 @@ import msgspec
 import pytest
 
 from schema.table import (
+    GUARD_SK,
     CleanupKind,
     CleanupRecord,
     EntitlementRow,
     EntitlementStatus,
+    GuardItem,
+    IdempotencyRecord,
     ItemKind,
     UnknownItem,
     cancellation_key,
     entitlement_key,
+    idempotency_key,
     item_class,
+    item_kind,
     parse_item,
     stale_key,
 )
@@ -136,3 +141,22 @@ def test_items_are_frozen_and_copied_with_replace() -> None:
     cancelled = msgspec.structs.replace(item, status="Cancelled")
 
     assert (item.status, cancelled.status) == ("Active", "Cancelled")
+
+
+def test_the_guard_and_idempotency_records_are_kinds_of_their_own_typed_by_their_sort_key() -> None:
+    guard = parse_item({"pk": "USER#u1", "sk": "#GUARD", "userId": "u1", "version": 3})
+    record = parse_item(
+        {
+            "pk": "USER#u1",
+            "sk": "IDEMPOTENCY#d1",
+            "userId": "u1",
+            "requestDigest": "r",
+            "responseStatus": 201,
+            "responseBody": "{}",
+            "ttl": 1_800_000_000,
+        }
+    )
+    assert (type(guard), guard.kind) == (GuardItem, ItemKind.GUARD)
+    assert (type(record), record.kind) == (IdempotencyRecord, ItemKind.IDEMPOTENCY)
+    assert item_kind(GUARD_SK) is ItemKind.GUARD
+    assert item_kind(idempotency_key("u1", "d1")["sk"]) is ItemKind.IDEMPOTENCY
