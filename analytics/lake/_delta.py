@@ -20,6 +20,7 @@ other user can reach them, and `append` narrows each commit's files to 0600 (fol
 from __future__ import annotations
 
 __all__ = [
+    "COMMIT_ID",
     "TABLE_CONFIGURATION",
     "WRITER",
     "active_files",
@@ -33,15 +34,27 @@ __all__ = [
     "table_schema_names",
 ]
 
+import contextlib
 import json
 import logging
 import os
+import random
+import re
+import time
+import uuid
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
-from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.exceptions import (
+    CommitFailedError,
+    DeltaError,
+    DeltaProtocolError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 
 from analytics.lake._filesystem import Lake
 
@@ -55,7 +68,15 @@ TABLE_CONFIGURATION: Mapping[str, str] = {
     "delta.logRetentionDuration": RETAINED_LOG,
 }
 WRITER = WriterProperties(compression="ZSTD")
+# Every append's commit carries its own id under this key (commitInfo), so an append that raised
+# after its commit was published can find it and not commit twice.
+COMMIT_ID = "lake.commit_id"
 _RETRIES = 5
+_ATTEMPTS = 12  # an append's attempts: an erasure's clean-up is a few commits long
+_OPEN_ATTEMPTS = 6
+_PAUSE = 0.02
+_PAUSE_CAP = 1.0
+_ENTRY = re.compile(r"\d{20}\.json")
 
 
 def _options(lake: Lake) -> dict[str, str] | None:
@@ -63,11 +84,23 @@ def _options(lake: Lake) -> dict[str, str] | None:
 
 
 def open_table(lake: Lake, name: str) -> DeltaTable | None:
-    """The table at its latest version, or None when it was never created."""
-    try:
-        return DeltaTable(lake.table_uri(name), storage_options=_options(lake))
-    except TableNotFoundError:
-        return None
+    """The table at its latest version, or None when it was never created.
+
+    An erasure's clean-up deletes older checkpoints: a load that read `_last_checkpoint` just before
+    can find its checkpoint gone. Such a load is tried again (a few times, briefly) before its error
+    is raised."""
+    for attempt in range(_OPEN_ATTEMPTS):
+        try:
+            return DeltaTable(lake.table_uri(name), storage_options=_options(lake))
+        except TableNotFoundError:
+            return None
+        except (SchemaMismatchError, DeltaProtocolError):
+            raise
+        except (DeltaError, FileNotFoundError):
+            if attempt == _OPEN_ATTEMPTS - 1:
+                raise
+            _pause(attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def ensure_table(lake: Lake, name: str, schema: pa.Schema, partition_by: tuple[str, ...] = ()) -> DeltaTable:
@@ -110,48 +143,127 @@ def append(
     predicate: str | None = None,
 ) -> int:
     """Write `data` as ONE commit (all of it or none; any error leaves the table as it was); returns the
-    version committed. Columns the table lacks are added (schema evolution of the allow-list)."""
-    known = set(table_schema_names(table))
-    for attempt in range(_RETRIES):
+    version committed. Columns the table lacks are added (schema evolution of the allow-list).
+
+    An append survives concurrent commits and an erasure's clean-up of the log: when the version
+    `table` was read at has been cleaned away (its log entries or checkpoint deleted, "Invalid table
+    version"), it reopens the table at its newest version and commits there. Each append carries an
+    id (`COMMIT_ID`) in its commit, so one that failed after its commit was published (a
+    post-commit step) is found in the log and not committed twice. `table` itself is brought to the
+    committed version when it can be; a caller keeping it checks `version()` against the result."""
+    commit_id = uuid.uuid4().hex
+    metadata = {**(custom_metadata or {}), COMMIT_ID: commit_id}
+    since = int(table.version())
+    current = table
+    for attempt in range(_ATTEMPTS):
         try:
-            # Only a write bringing columns the table lacks changes its schema (allow-list growth).
-            schema_mode: Literal["merge"] | None = "merge" if set(data.schema.names) - known else None
-            commit = CommitProperties(
-                custom_metadata=dict(custom_metadata) if custom_metadata else None, max_commit_retries=1000
+            _write(
+                current, data, partition_by=partition_by, metadata=metadata, mode=mode, predicate=predicate
             )
-            if mode == "append":
-                write_deltalake(
-                    table,
-                    data,
-                    mode="append",
-                    partition_by=list(partition_by) or None,
-                    schema_mode=schema_mode,
-                    writer_properties=WRITER,
-                    commit_properties=commit,
-                )
-            else:
-                write_deltalake(
-                    table,
-                    data,
-                    mode="overwrite",
-                    partition_by=list(partition_by) or None,
-                    schema_mode=schema_mode,
-                    predicate=predicate,
-                    writer_properties=WRITER,
-                    commit_properties=commit,
-                )
             break
+        except (SchemaMismatchError, DeltaProtocolError):
+            raise  # the data or the table is at fault: no reload changes that
         except CommitFailedError:
             # A commit that read the table (an overwrite) lost to a concurrent rewrite, or an append
             # planned on a version a rewrite has since replaced: nothing was published. An append is
             # safe to redo on the new version; a rewrite must be re-planned by its caller.
-            if mode != "append" or attempt == _RETRIES - 1:
+            if mode != "append" or attempt == _ATTEMPTS - 1:
                 raise
             logger.info("commit lost to a concurrent rewrite; appending again", extra={"attempt": attempt})
-            table.update_incremental()
-    version = int(table.version())
+            current = _refreshed(lake, name, current)
+        except (DeltaError, FileNotFoundError):
+            # The snapshot `current` was read at is gone (an erasure deletes the log before its
+            # checkpoint, and older checkpoints: delta-rs says "Invalid table version" or raises
+            # FileNotFoundError), so the commit could not be checked against the commits since; or the
+            # commit landed and a step after it (a checkpoint) failed. A rewrite must be re-planned.
+            if mode != "append" or attempt == _ATTEMPTS - 1:
+                raise
+            logger.info("table snapshot cleaned away; reopening it", extra={"attempt": attempt})
+            _pause(attempt)
+            current = _reopened(lake, name)
+            landed = _version_with_id(lake, name, commit_id, since)
+            if landed is not None:
+                restrict_commit(lake, name, landed)
+                return landed
+    version = int(current.version())
+    if current is not table:
+        with contextlib.suppress(DeltaError):
+            table.update_incremental()  # the caller's object, when its log still reads
     restrict_commit(lake, name, version)
     return version
+
+
+def _write(
+    table: DeltaTable,
+    data: pa.Table,
+    *,
+    partition_by: tuple[str, ...],
+    metadata: dict[str, str],
+    mode: Literal["append", "overwrite"],
+    predicate: str | None,
+) -> None:
+    # Only a write bringing columns the table lacks changes its schema (allow-list growth).
+    known = set(table_schema_names(table))
+    schema_mode: Literal["merge"] | None = "merge" if set(data.schema.names) - known else None
+    commit = CommitProperties(custom_metadata=metadata, max_commit_retries=1000)
+    if mode == "append":
+        write_deltalake(
+            table,
+            data,
+            mode="append",
+            partition_by=list(partition_by) or None,
+            schema_mode=schema_mode,
+            writer_properties=WRITER,
+            commit_properties=commit,
+        )
+    else:
+        write_deltalake(
+            table,
+            data,
+            mode="overwrite",
+            partition_by=list(partition_by) or None,
+            schema_mode=schema_mode,
+            predicate=predicate,
+            writer_properties=WRITER,
+            commit_properties=commit,
+        )
+
+
+def _pause(attempt: int) -> None:
+    """A short, growing, jittered wait between attempts, so racing writers do not retry in step."""
+    time.sleep(min(_PAUSE_CAP, _PAUSE * 2**attempt) * (0.5 + random.random()))  # noqa: S311
+
+
+def _refreshed(lake: Lake, name: str, table: DeltaTable) -> DeltaTable:
+    """`table` at the newest version: updated in place, or reopened when its log was cleaned away."""
+    try:
+        table.update_incremental()
+    except (DeltaError, FileNotFoundError):
+        return _reopened(lake, name)
+    return table
+
+
+def _reopened(lake: Lake, name: str) -> DeltaTable:
+    table = open_table(lake, name)
+    if table is None:
+        raise TableNotFoundError(f"table {name} is gone")
+    return table
+
+
+def _version_with_id(lake: Lake, name: str, commit_id: str, since: int) -> int | None:
+    """The version after `since` whose commit carries `commit_id`, if the log still holds it."""
+    selector = pafs.FileSelector(lake.path(f"{name}/{LOG_DIR}"), allow_not_found=True)
+    versions = sorted(
+        int(info.base_name.removesuffix(".json"))
+        for info in lake.fs.get_file_info(selector)
+        if _ENTRY.fullmatch(info.base_name) and int(info.base_name.removesuffix(".json")) > since
+    )
+    for version in versions:
+        entries = commits_since(lake, name, version - 1, version)
+        for action in (entries or [[]])[0]:
+            if action.get("commitInfo", {}).get(COMMIT_ID) == commit_id:
+                return version
+    return None
 
 
 def active_files(table: DeltaTable | None) -> list[tuple[str, int]]:
@@ -185,15 +297,19 @@ def commits_since(lake: Lake, name: str, version: int, latest: int) -> list[list
 
 def delete_rows(lake: Lake, name: str, predicate: str) -> tuple[int, int]:
     """Delete the rows matching `predicate` in one commit (retried on a conflict with a concurrent
-    rewrite, which is then re-planned on the new version); returns (rows deleted, files rewritten)."""
-    for attempt in range(_RETRIES):
+    rewrite, or on a snapshot an erasure's clean-up took away, each time re-planned on the newest
+    version; a delete is idempotent); returns (rows deleted, files rewritten)."""
+    for attempt in range(_ATTEMPTS):
         table = open_table(lake, name)
         if table is None:
             return 0, 0
         try:
             metrics = table.delete(predicate, writer_properties=WRITER)
-        except CommitFailedError:
+        except (SchemaMismatchError, DeltaProtocolError):
+            raise
+        except (DeltaError, FileNotFoundError):
             logger.info("delete conflicted with a concurrent commit; retrying", extra={"attempt": attempt})
+            _pause(attempt)
             continue
         restrict_commit(lake, name, table.version())
         rows = int(metrics.get("num_deleted_rows") or 0)
@@ -205,16 +321,53 @@ def expunge(lake: Lake, name: str) -> None:
     """Erase what the log and removed files still hold, to the last byte: every removed file is
     vacuumed, a checkpoint is written, and every log entry before it is deleted (their statistics and
     DELETE predicates name erased ids). Files still referenced and files of commits in flight are kept
-    (a "lite" vacuum deletes only files the log removed). Ends time travel to versions before it."""
-    table = open_table(lake, name)
-    if table is None:
+    (a "lite" vacuum deletes only files the log removed). Ends time travel to versions before it.
+
+    Writers keep committing meanwhile: a step that loses to one of their commits (or finds its own
+    snapshot cleaned away by a concurrent expunge) is redone on the newest version; every step is
+    idempotent. The table's log retention is put back whatever happens."""
+    for attempt in range(_ATTEMPTS):
+        table = open_table(lake, name)
+        if table is None:
+            return
+        try:
+            table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=False)
+            table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+            try:
+                table.create_checkpoint()
+                table.cleanup_metadata()
+            finally:
+                _restore_log_retention(lake, name)
+        except (SchemaMismatchError, DeltaProtocolError):
+            raise
+        except (DeltaError, FileNotFoundError):
+            if attempt == _ATTEMPTS - 1:
+                raise
+            logger.info(
+                "expunge met a concurrent commit; again on the newest version", extra={"attempt": attempt}
+            )
+            _pause(attempt)
+            continue
+        restrict_commit(lake, name, table.version())  # the checkpoint's version
+        latest = open_table(lake, name)
+        if latest is not None and latest.version() != table.version():
+            restrict_commit(lake, name, latest.version())  # the retention's restoring commit
         return
-    table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=False)
-    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
-    table.create_checkpoint()
-    table.cleanup_metadata()
-    table.alter.set_table_properties({"delta.logRetentionDuration": RETAINED_LOG})
-    restrict_commit(lake, name, table.version())
+
+
+def _restore_log_retention(lake: Lake, name: str) -> None:
+    """Set the table's log retention back to the lake's, on the newest version (retried like a commit)."""
+    for attempt in range(_ATTEMPTS):
+        table = open_table(lake, name)
+        if table is None:
+            return
+        try:
+            table.alter.set_table_properties({"delta.logRetentionDuration": RETAINED_LOG})
+            return
+        except (DeltaError, FileNotFoundError):
+            if attempt == _ATTEMPTS - 1:
+                raise
+            _pause(attempt)
 
 
 def restrict_commit(lake: Lake, name: str, version: int) -> None:

@@ -30,6 +30,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import duckdb
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -157,6 +158,12 @@ def _dedupe_partition(lake: Lake, table: DeltaTable, dataset: str, day: str, fil
     return total - int(kept.num_rows)
 
 
+# What a compaction racing a purge meets: its commit refused (Delta's conflict check), its snapshot's log
+# or a file it planned to read deleted by the purge's clean-up (delta-rs raises FileNotFoundError for a
+# missing object, DuckDB an IOException). The table is left for the next run; nothing was published.
+_LOST_TO_A_CONCURRENT_COMMIT = (DeltaError, FileNotFoundError, duckdb.IOException)
+
+
 def compact(
     lake: Lake,
     *,
@@ -166,54 +173,62 @@ def compact(
     progress: Callable[[int, int], None] | None = None,
 ) -> CompactionResult:
     """Merge each partition's files smaller than `small_file_bytes` into files of about that size (a
-    partition holding one small file is left alone), then vacuum what is past retention. A commit lost
-    to a concurrent purge is counted in `conflicts` and left for the next run. `progress(done, total)`
-    is called before each table and at the end (a command's bar)."""
+    partition holding one small file is left alone), then vacuum what is past retention. A table whose
+    compaction lost to a concurrent purge (its commit refused, or the files or log it read cleaned
+    away) is counted in `conflicts` and left for the next run. `progress(done, total)` is called before
+    each table and at the end (a command's bar)."""
     ensure_layout(lake, allow_list or default_allow_list())
     result = CompactionResult()
     datasets = tuple(datasets)
     for done, dataset in enumerate(datasets):
         if progress is not None:
             progress(done, len(datasets))
-        table = open_table(lake, dataset)
-        if table is None:
-            continue
-        skipped: set[str] = set()
-        sizes = dict(active_files(table))
-        for day, files in sorted(_overlapping_partitions(table, dataset).items()):
-            if not _surplus_rows(lake, dataset, files):
-                continue  # ranges overlap (files spanning shards) but no event is there twice
-            try:
-                result.duplicates_dropped[dataset] += _dedupe_partition(lake, table, dataset, day, files)
-                result.bytes_rewritten[dataset] += sum(sizes.get(f, 0) for f in files)
-            except (CommitFailedError, DeltaError):
-                skipped.add(day)  # a concurrent commit touched it: left for the next run
-                result.conflicts[dataset] += 1
-        if skipped:
-            logger.info(
-                "compaction left partitions with a concurrent commit", extra={"partitions": len(skipped)}
-            )
-            continue
         try:
-            metrics = table.optimize.compact(target_size=small_file_bytes, writer_properties=WRITER)
-        except (CommitFailedError, DeltaError):
+            _compact_table(lake, dataset, small_file_bytes, result)
+        except _LOST_TO_A_CONCURRENT_COMMIT as error:
             result.conflicts[dataset] += 1
-            logger.info("compaction lost its commit to a concurrent rewrite", extra={"table": dataset})
-            continue
-        result.files_merged[dataset] += int(metrics.get("numFilesRemoved") or 0)
-        result.files_written[dataset] += int(metrics.get("numFilesAdded") or 0)
-        removed = metrics.get("filesRemoved") or {}
-        if isinstance(removed, str):  # delta-rs reports the files' statistics as JSON text
-            removed = json.loads(removed)
-        result.bytes_rewritten[dataset] += (
-            int(removed.get("totalSize") or 0) if isinstance(removed, dict) else 0
-        )
-        restrict_commit(lake, dataset, int(table.version()))
-        result.files_vacuumed[dataset] += len(table.vacuum(dry_run=False))
+            logger.info(
+                "compaction lost to a concurrent commit",
+                extra={"table": dataset, "error": type(error).__name__},
+            )
     if progress is not None:
         progress(len(datasets), len(datasets))
     logger.info("compaction done", extra={"files_merged": sum(result.files_merged.values())})
     return result
+
+
+def _compact_table(lake: Lake, dataset: str, small_file_bytes: int, result: CompactionResult) -> None:
+    table = open_table(lake, dataset)
+    if table is None:
+        return
+    skipped: set[str] = set()
+    sizes = dict(active_files(table))
+    for day, files in sorted(_overlapping_partitions(table, dataset).items()):
+        if not _surplus_rows(lake, dataset, files):
+            continue  # ranges overlap (files spanning shards) but no event is there twice
+        try:
+            result.duplicates_dropped[dataset] += _dedupe_partition(lake, table, dataset, day, files)
+            result.bytes_rewritten[dataset] += sum(sizes.get(f, 0) for f in files)
+        except (CommitFailedError, DeltaError):
+            skipped.add(day)  # a concurrent commit touched it: left for the next run
+            result.conflicts[dataset] += 1
+    if skipped:
+        logger.info("compaction left partitions with a concurrent commit", extra={"partitions": len(skipped)})
+        return
+    try:
+        metrics = table.optimize.compact(target_size=small_file_bytes, writer_properties=WRITER)
+    except (CommitFailedError, DeltaError):
+        result.conflicts[dataset] += 1
+        logger.info("compaction lost its commit to a concurrent rewrite", extra={"table": dataset})
+        return
+    result.files_merged[dataset] += int(metrics.get("numFilesRemoved") or 0)
+    result.files_written[dataset] += int(metrics.get("numFilesAdded") or 0)
+    removed = metrics.get("filesRemoved") or {}
+    if isinstance(removed, str):  # delta-rs reports the files' statistics as JSON text
+        removed = json.loads(removed)
+    result.bytes_rewritten[dataset] += int(removed.get("totalSize") or 0) if isinstance(removed, dict) else 0
+    restrict_commit(lake, dataset, int(table.version()))
+    result.files_vacuumed[dataset] += len(table.vacuum(dry_run=False))
 
 
 def tier_target(round_number: int, first_tier_bytes: int, fanout: int, tiers: int) -> int:

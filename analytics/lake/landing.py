@@ -9,7 +9,9 @@ arrive), so memory stays bounded however long a run is.
 Each flush is one Delta commit per table it touches (`changes`, `outcomes`): every buffered row of the
 table, all partitions, in one atomic append; a failed commit leaves the table as it was and the buffer
 as it is, and a table whose commit succeeded is not written again by the retry. Many handlers (KCL
-workers on many hosts) append to one table at once: each commit gets its own version.
+workers on many hosts) append to one table at once: each commit gets its own version. An erasure's
+purge cleaning the log under a handler's open table does not fail a flush: the append reopens the
+table at its newest version and commits there (`analytics.lake._delta.append`).
 
 A restart can move batch boundaries and land an event twice (a retried batch after a crash between the
 commit and the checkpoint): readers dedupe on (stream_arn, shard_id, sequence_number) (outcomes on
@@ -32,7 +34,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from analytics.lake._delta import append
+from analytics.lake._delta import append, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
@@ -143,12 +145,8 @@ class LakeHandler:
             try:
                 if self._tables is None:
                     self._tables = ensure_layout(self._lake, self._allow)
-                try:
-                    self._write(dataset, pending)
-                except DeltaError:
-                    # The open version's log may be gone (an erasure cleans it): once more, afresh.
-                    self._tables = ensure_layout(self._lake, self._allow)
-                    self._write(dataset, pending)
+                # `append` reopens a table whose snapshot an erasure's clean-up took away and commits.
+                self._write(dataset, pending)
             except (OSError, pa.ArrowException, DeltaError) as error:
                 # This table's buffer is kept (a table committed before it is not written again), and
                 # the tables are opened afresh by the retry (an erasure may have cleaned the log this
@@ -178,13 +176,16 @@ class LakeHandler:
             )
             for item in pending
         ]
-        append(
-            self._lake,
-            self._tables[dataset],
-            dataset,
-            pa.concat_tables(parts),
-            partition_by=TABLES[dataset].partition_by,
+        table = self._tables[dataset]
+        version = append(
+            self._lake, table, dataset, pa.concat_tables(parts), partition_by=TABLES[dataset].partition_by
         )
+        if table.version() != version:
+            # The commit went through a reopened table (an erasure cleaned this one's log away): the
+            # next flush starts from the new one, not from a snapshot that is gone.
+            fresh = open_table(self._lake, dataset)
+            if fresh is not None:
+                self._tables[dataset] = fresh
 
     @staticmethod
     def _context(pending: list[PendingFile]) -> RecordContext:

@@ -5,14 +5,28 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 
-from analytics.lake import open_lake
-from analytics.lake._delta import ensure_table, open_table
+from analytics.lake import Lake, open_lake
+from analytics.lake import _delta as delta_module
+from analytics.lake._delta import COMMIT_ID, append, delete_rows, ensure_table, expunge, open_table
 from tests.analytics.lake.delta_files import table_ids
 
 SCHEMA = pa.schema([pa.field("n", pa.int64())])
+USERS = pa.schema([pa.field("user_id", pa.string()), pa.field("n", pa.int64())])
+
+
+def _rows(user: str, first: int, count: int = 1) -> pa.Table:
+    return pa.table({"user_id": [user] * count, "n": list(range(first, first + count))}, schema=USERS)
+
+
+def _numbers(lake: Lake) -> list[int]:
+    table = open_table(lake, "t")
+    assert table is not None
+    return sorted(table.to_pyarrow_table(columns=["n"])["n"].to_pylist())
 
 
 def test_first_writers_creating_a_table_at_one_instant_make_one_table(tmp_path: Path) -> None:
@@ -39,3 +53,79 @@ def test_first_writers_creating_a_table_at_one_instant_make_one_table(tmp_path: 
     assert len(table_ids(lake, "t")) == 1
     table = open_table(lake, "t")
     assert table is not None and table.version() == 0
+
+
+def test_an_append_on_a_snapshot_an_erasures_clean_up_deleted_reopens_the_table_and_commits(
+    any_lake: Lake,
+) -> None:
+    held = ensure_table(any_lake, "t", USERS)  # a writer's open table, at version 0
+    for n in range(3):
+        append(any_lake, ensure_table(any_lake, "t", USERS), "t", _rows("erased", n))
+    delete_rows(any_lake, "t", "user_id = 'erased'")
+    expunge(any_lake, "t")  # the log before its checkpoint is deleted: version 0 reads no more
+    version = append(any_lake, held, "t", _rows("kept", 10))
+    latest = open_table(any_lake, "t")
+    assert latest is not None and version == latest.version()
+    assert _numbers(any_lake) == [10]
+
+
+def test_an_append_that_raised_after_its_commit_landed_is_not_committed_twice(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = ensure_table(lake, "t", USERS)
+    real = delta_module.write_deltalake
+    calls: list[dict[str, Any]] = []
+
+    def commit_then_fail(*args: Any, **kwargs: Any) -> None:
+        calls.append(kwargs)
+        real(*args, **kwargs)
+        if len(calls) == 1:
+            raise FileNotFoundError("a post-commit step lost a log entry")  # as delta-rs raises it
+
+    monkeypatch.setattr(delta_module, "write_deltalake", commit_then_fail)
+    version = append(lake, table, "t", _rows("kept", 1))
+    assert len(calls) == 1 and version == 1
+    assert _numbers(lake) == [1]
+    commit = calls[0]["commit_properties"].custom_metadata
+    assert COMMIT_ID in commit
+
+
+def test_writers_append_while_erasures_clean_the_log_and_every_append_lands(lake: Lake) -> None:
+    ensure_table(lake, "t", USERS)
+    for n in range(20):
+        append(lake, ensure_table(lake, "t", USERS), "t", _rows(f"erased-{n}", 1000 + n))
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    appended: list[int] = []
+
+    def writer(first: int) -> None:
+        table = ensure_table(lake, "t", USERS)  # held across appends, as the landing holds it
+        try:
+            for n in range(first, first + 60):
+                append(lake, table, "t", _rows("kept", n))
+                appended.append(n)
+        except BaseException as error:  # the test reports it
+            failures.append(error)
+
+    def eraser() -> None:
+        number = 0
+        try:
+            while not stop.is_set() and number < 20:
+                delete_rows(lake, "t", f"user_id = 'erased-{number}'")
+                expunge(lake, "t")
+                number += 1
+        except BaseException as error:  # the test reports it
+            failures.append(error)
+
+    threads = [threading.Thread(target=writer, args=(first,)) for first in (0, 100)]
+    threads.append(threading.Thread(target=eraser))
+    for thread in threads:
+        thread.start()
+    for thread in threads[:2]:
+        thread.join()
+    stop.set()
+    threads[2].join()
+    assert failures == []
+    kept = [*range(60), *range(100, 160)]
+    assert sorted(appended) == kept
+    assert [n for n in _numbers(lake) if n < 1000] == kept  # each append once
