@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import pyarrow as pa
 import pytest
 
@@ -73,7 +74,7 @@ def test_an_append_that_raised_after_its_commit_landed_is_not_committed_twice(
     lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table = ensure_table(lake, "t", USERS)
-    real = delta_module.write_deltalake
+    real = deltalake.write_deltalake
     calls: list[dict[str, Any]] = []
 
     def commit_then_fail(*args: Any, **kwargs: Any) -> None:
