@@ -51,13 +51,24 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
 
-from analytics.lake._delta import active_files, delete_rows, expunge, open_table, table_schema_names
+from deltalake import DeltaTable
+
+from analytics.lake._delta import (
+    active_files,
+    commits_since,
+    delete_rows,
+    expunge,
+    open_table,
+    table_schema_names,
+)
 from analytics.lake._duck import literal
 from analytics.lake._files import AS_OF_DIR
 from analytics.lake._filesystem import Lake, restrict_tree
 from analytics.lake._schema import AUDIT_FAILURES, CHANGES, OUTCOMES, STATE_DIR
 from analytics.lake._traces import LOG_DIR, table_files
+from analytics.lake._versions import oldest_version
 from schema.table import USER_PK_PREFIX
 
 logger = logging.getLogger(__name__)
@@ -129,9 +140,10 @@ def purge_users(
 
 
 def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
-    """Delete the files under table `name` that its latest version does not reference and that were
-    last written before `older_than`: data files of failed commits (and files the log removed that a
-    vacuum has not), and commits' temporary log files. Returns how many were deleted.
+    """Delete the files under table `name` that no version its log still holds references and that
+    were last written before `older_than`: data files of failed commits (and files removed before the
+    log's oldest version that a vacuum has not deleted), and commits' temporary log files. Returns how
+    many were deleted.
 
     The folder is listed before the table is loaded, so a file committed between the two is seen as
     referenced; one committed after the load was written by a commit older than the bound, which no
@@ -140,7 +152,7 @@ def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
     table = open_table(lake, name)
     if table is None:
         return 0
-    referenced = {lake.path(f"{name}/{path}") for path, _ in active_files(table)}
+    referenced = {lake.path(f"{name}/{path}") for path in _referenced(lake, name, table)}
     cutoff = int(older_than.timestamp() * 1_000_000_000)
     log_prefix = lake.path(f"{name}/{LOG_DIR}/")
     removed = 0
@@ -163,3 +175,23 @@ def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
     if removed:
         logger.info("orphan files removed", extra={"files": removed})
     return removed
+
+
+def _referenced(lake: Lake, name: str, table: DeltaTable) -> set[str]:
+    """The table-relative paths of the data files any version from the log's oldest to `table`'s
+    references: the oldest version's files and every file a later commit added (a reader of any version
+    still in the log keeps its files)."""
+    paths = {path for path, _ in active_files(table)}
+    latest = int(table.version())
+    oldest = oldest_version(lake, name)
+    if oldest is None or oldest >= latest:
+        return paths
+    past = open_table(lake, name)
+    if past is None:
+        return paths
+    past.load_as_version(oldest)
+    paths.update(path for path, _ in active_files(past))
+    for actions in commits_since(lake, name, oldest, latest) or []:
+        paths.update(str(action["add"]["path"]) for action in actions if "add" in action)
+    # Log entries store paths URI-encoded; the listing names files as they are on disk.
+    return paths | {unquote(path) for path in paths}

@@ -10,8 +10,17 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analytics.lake import Lake, purge_users, read_snapshot, snapshot, snapshot_as_of
-from analytics.lake.purge import ORPHAN_AGE
+from analytics.lake import (
+    Lake,
+    compact,
+    purge_users,
+    read_snapshot,
+    snapshot,
+    snapshot_as_of,
+    state_at_version,
+)
+from analytics.lake._versions import oldest_version
+from analytics.lake.purge import ORPHAN_AGE, remove_orphans
 from analytics.views import connect
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
 
@@ -101,3 +110,16 @@ def test_a_purge_deletes_an_unreferenced_file_older_than_the_bound_and_keeps_a_y
     os.utime(old, (stamp, stamp))
     counts = purge_users(lake, ["u001"])
     assert (counts.orphans_removed["changes"], os.path.exists(young), os.path.exists(old)) == (1, True, False)
+
+
+def test_orphan_removal_keeps_the_files_of_every_version_the_log_still_holds(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    purge_users(lake, ["nobody"])  # the log now starts at the purge's checkpoint
+    oldest = oldest_version(lake, "changes")
+    compact(lake, small_file_bytes=10**9)  # removes the files that version reads
+    far = datetime.now(UTC) + timedelta(days=3650)
+    removed = remove_orphans(lake, "changes", older_than=far)
+    assert oldest is not None and removed == 0
+    assert state_rows(state_at_version(lake, oldest)) == replay(history.events)
