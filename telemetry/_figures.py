@@ -14,6 +14,7 @@ __all__ = [
     "DEAD_LETTERED",
     "ERASURE_ANSWERS",
     "ERASURE_NOT_APPLICABLE",
+    "ERASURE_TRACES_FOUND",
     "FIGURES",
     "FLUSH_DURATION",
     "ITERATOR_AGE",
@@ -31,6 +32,7 @@ __all__ = [
     "dead_lettered",
     "erasure_answer",
     "erasure_not_applicable",
+    "erasure_traces_found",
     "flush_duration",
     "iterator_age",
     "parked",
@@ -140,6 +142,14 @@ ERASURE_NOT_APPLICABLE = Figure(
     (),
     "Erasure requests answered NOT_APPLICABLE (a pair or request this store does not implement).",
 )
+ERASURE_TRACES_FOUND = Figure(
+    "entitlements_erasure_traces_found",
+    "ErasureTracesFound",
+    "Count",
+    ("Store",),
+    "Erasures whose verifier found a trace after the last pass, by store: no ACK DONE was sent, the "
+    "request is left for redelivery (an alarm's source: any non-zero value).",
+)
 ERASURE_ANSWERS = Figure(
     "entitlements_erasure_answers",
     "ErasureAnswers",
@@ -182,6 +192,7 @@ FIGURES: tuple[Figure, ...] = (
     CLEANUP_OUTCOMES,
     RETRY_QUEUE_DEPTH,
     ERASURE_NOT_APPLICABLE,
+    ERASURE_TRACES_FOUND,
     ERASURE_ANSWERS,
     SERVICE_REQUESTS,
     SERVICE_REQUEST_DURATION,
@@ -217,6 +228,7 @@ _cleanup_outcomes = _counter(CLEANUP_OUTCOMES)
 _retry_queue_depth = Gauge(RETRY_QUEUE_DEPTH.prometheus, RETRY_QUEUE_DEPTH.help, multiprocess_mode="livemax")
 _erasure_not_applicable = _counter(ERASURE_NOT_APPLICABLE)
 _erasure_answers = _counter(ERASURE_ANSWERS)
+_erasure_traces_found = _counter(ERASURE_TRACES_FOUND)
 _service_requests = _counter(SERVICE_REQUESTS)
 _service_request_duration = _histogram(
     SERVICE_REQUEST_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -276,6 +288,13 @@ def retry_queue_depth(depth: int) -> None:
 def erasure_not_applicable(count: int) -> None:
     _erasure_not_applicable.inc(count)
     _emf.count(ERASURE_NOT_APPLICABLE, count)
+
+
+def erasure_traces_found(store: str) -> None:
+    """One erasure held back from ACK DONE because its verifier found a trace in `store` (a store's name:
+    `table`, `lake/<table>`, `quarantine`, ...; never what the trace holds)."""
+    _erasure_traces_found.labels(store).inc()
+    _emf.count(ERASURE_TRACES_FOUND, 1, (store,))
 
 
 def erasure_answer(answer_type: str, answer: str) -> None:

@@ -195,6 +195,26 @@ class ConsumerStores:
                     removed += 1
         return removed
 
+    def scan(self, user_id: str) -> dict[str, int]:
+        """The verifier's scan, per store (`quarantine`, `dead_letters`, `parked`, `leftover_files`): 1
+        when the store still holds a record of the user (each store stops at its first), else 0."""
+        keys = ErasedKeys.of((user_id,))
+        if not keys:
+            return dict.fromkeys(("quarantine", "dead_letters", "parked", "leftover_files"), 0)
+        with state_files("consumer-stores-read"):
+            return {
+                "quarantine": int(self._records_hold(self._quarantine, keys)),
+                "dead_letters": int(self._records_hold(self._dead_letters, keys)),
+                "parked": int(self._parked_holds(keys)),
+                "leftover_files": int(
+                    any(
+                        _names_in_file(keys, data)
+                        for root in self._roots
+                        for _, data in _leftovers(root, older_than=None)
+                    )
+                ),
+            }
+
     def holds(self, user_id: str) -> bool:
         """Whether any store holds a record of this user (a file no store can read, or a temporary file
         of any age, counts when it names the user)."""

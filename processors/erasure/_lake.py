@@ -3,10 +3,20 @@ so `entitlements` hands the worker an adapter over the lake's own API (`entitlem
 
 from __future__ import annotations
 
-__all__ = ["LakeEraser"]
+__all__ = ["LakeEraser", "LakeTableScan"]
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Protocol
+
+
+class LakeTableScan(Protocol):
+    """One lake table's scan for one user: files read, and how many of them hold the user."""
+
+    @property
+    def files_scanned(self) -> int: ...
+
+    @property
+    def traces(self) -> int: ...
 
 
 class LakeEraser(Protocol):
@@ -26,4 +36,9 @@ class LakeEraser(Protocol):
 
     def holds(self, user_id: str) -> bool | None:
         """Whether any dataset holds a row of this user; None when a part of the lake cannot be read."""
+        ...
+
+    def traces(self, user_id: str) -> Mapping[str, LakeTableScan | None]:
+        """Per purged table, the same scan as `holds` (every file under its folder), for a receipt's
+        verifier; None for a table a file of which cannot be read."""
         ...

@@ -45,7 +45,7 @@ entry costs one HMAC and one failed `stat`).
 
 from __future__ import annotations
 
-__all__ = ["LEDGER_DIR_NAME", "ErasureLedger", "LedgerEntry", "erased_filter"]
+__all__ = ["LEDGER_DIR_NAME", "RECEIPTS_DIR_NAME", "ErasureLedger", "LedgerEntry", "erased_filter"]
 
 import hmac
 import json
@@ -63,6 +63,7 @@ from processors.erasure._errors import state_files
 from schema.erasure import CHANNEL_CONSTANTS
 
 LEDGER_DIR_NAME = "erasure-ledger"
+RECEIPTS_DIR_NAME = "receipts"
 _ID_LENGTH = 64
 _HEX = frozenset("0123456789abcdef")
 ERASE_PASSES = 2
@@ -199,6 +200,28 @@ class ErasureLedger:
             if updated != current or not self._path(ledger_id).exists():
                 self._write(ledger_id, updated)
         return updated
+
+    def record_receipt(self, user_id: str, verified_at: datetime, receipt: str) -> Path:
+        """Keep an erasure's receipt (JSON with no personal data: `processors.erasure._receipt`) durably
+        beside its entry, one file per verification: `receipts/<ledger id>.<epoch ms>.json`."""
+        ledger_id = self.ledger_id(user_id)
+        folder = self._root / RECEIPTS_DIR_NAME
+        path = folder / f"{ledger_id}.{int(verified_at.timestamp() * 1000)}.json"
+        with state_files("receipt"):
+            self._ensure_root()
+            private_dir(folder)
+            write_private_file(path, receipt.encode("utf-8"))
+        return path
+
+    def receipts(self, user_id: str) -> list[str]:
+        """The account's receipts, oldest first (JSON text)."""
+        folder = self._root / RECEIPTS_DIR_NAME
+        ledger_id = self.ledger_id(user_id)
+        with state_files("receipt"):
+            if not folder.exists():
+                return []
+            paths = sorted(folder.glob(f"{ledger_id}.*.json"), key=lambda p: int(p.name.split(".")[1]))
+            return [path.read_text("utf-8") for path in paths]
 
     def ids(self) -> Iterator[str]:
         """Every entry's key (no personal data)."""

@@ -66,8 +66,10 @@ from processors.erasure._errors import (
     aws_error_code,
     converted,
 )
-from processors.erasure._ledger import ERASE_PASSES
+from processors.erasure._ledger import ERASE_PASSES, LedgerEntry
 from processors.erasure._procedure import AccountErasure, ErasureTargets
+from processors.erasure._receipt import ErasureReceipt, verify_erasure
+from processors.erasure._table import UserTable
 from schema.erasure import (
     AckResponse,
     CheckRequest,
@@ -164,6 +166,11 @@ def _pass_two_token(message: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _cycle(entry: LedgerEntry) -> str:
+    """An erasure cycle's mark (its completion time): each cycle of one account lands its own outcome."""
+    return entry.completed_at.isoformat() if entry.completed_at is not None else ""
+
+
 def _receive_count(message: Mapping[str, Any]) -> int:
     raw = (message.get("Attributes") or {}).get("ApproximateReceiveCount", "0")
     return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
@@ -212,6 +219,9 @@ class ErasureWorker:
             batch_timeout=self._timings.batch_timeout_seconds,
             clock=clock,
             parallel=self._parallel,
+        )
+        self._table = UserTable(
+            targets.dynamodb, targets.table_name, self._calls, self._timings.batch_timeout_seconds
         )
         self.stats = WorkerStats()
         self._stats_lock = threading.Lock()
@@ -438,11 +448,15 @@ class ErasureWorker:
             self._enqueue_pass_two(firsts, batch)
         if finals:
             try:
-                self._complete(finals, batch.deadline)
+                withheld = self._complete(finals, batch.deadline)
             except EntitlementsError as error:
                 for job in finals:
                     self._failed(job, error, batch.report)
                 return
+            for job in finals:
+                if _account(job) in withheld:
+                    self._failed(job, withheld[_account(job)], batch.report)
+            finals = [job for job in finals if _account(job) not in withheld]
             acks = self._parallel.map(lambda job: self._acknowledge(job, batch.deadline), finals)
             for job, failure in zip(finals, acks, strict=True):
                 if failure is None:
@@ -623,49 +637,107 @@ class ErasureWorker:
                 if counter == "expired":
                     logger.info("expired erasure request consumed", extra={"type": job.request.type})
 
-    def _complete(self, finals: list[_Job], deadline: Deadline) -> None:
-        """Second passes done: complete their ledger entries, unmask them in the lake (one write for the
-        batch) and record `erasure.completed` outcomes (no personal data), before any ACK goes out."""
+    def _complete(self, finals: list[_Job], deadline: Deadline) -> dict[str, EntitlementsError]:
+        """Second passes done: verify each account (`verify_erasure`: every store scanned for a trace)
+        and keep its receipt in the ledger; then, for the accounts whose receipt is clean, complete their
+        ledger entries, unmask them in the lake (one write for the batch) and land `erasure.completed`
+        outcomes carrying the receipt (no personal data), flushed, so that the evidence is durable before
+        any ACK goes out. Returns the accounts that must not be answered, with why: a trace found (counted
+        in `entitlements_erasure_traces_found`), or a step that failed. Raises when a step for the whole
+        batch (the unmask, the outcomes) fails."""
         targets = self._erasure.targets
+        ledger = targets.ledger
         user_ids = list(
             dict.fromkeys(job.request.key for job in finals if isinstance(job.request, EraseRequest))
         )
-        now = self._clock.now()
+        erased_at = self._clock.now()
         batch = self._timings.batch_timeout_seconds
 
-        def complete(user_id: str) -> EntitlementsError | None:
+        def verified(user_id: str) -> ErasureReceipt | EntitlementsError:
             try:
+                scans = verify_erasure(self._erasure, self._table, user_id, deadline)
+                entry = self._calls.call("ledger", lambda: ledger.entry(user_id), deadline, batch)
+                receipt = ErasureReceipt(
+                    ledger_id=ledger.ledger_id(user_id),
+                    started_at=entry.started_at if entry is not None else erased_at,
+                    pass_one_at=entry.pass_one_at if entry is not None else None,
+                    erased_at=erased_at,
+                    verified_at=self._clock.now(),
+                    stores=scans,
+                )
                 self._calls.call(
-                    "ledger", lambda: targets.ledger.record_pass(user_id, ERASE_PASSES, now), deadline, batch
+                    "receipt",
+                    lambda: ledger.record_receipt(user_id, receipt.verified_at, receipt.to_json()),
+                    deadline,
+                    batch,
                 )
             except EntitlementsError as error:
                 return error
-            return None
+            return receipt
 
-        for error in self._parallel.map(complete, user_ids):
-            if error is not None:
-                raise error
-        self._erasure.guarded("lake-unmask", lambda: targets.lake.unmask(user_ids), deadline)
+        withheld: dict[str, EntitlementsError] = {}
+        receipts: dict[str, ErasureReceipt] = {}
+        for user_id, outcome in zip(user_ids, self._parallel.map(verified, user_ids), strict=True):
+            if isinstance(outcome, EntitlementsError):
+                withheld[user_id] = outcome
+            elif not outcome.clean:
+                for store in outcome.stores_with_traces:
+                    telemetry.erasure_traces_found(store)
+                logger.error(
+                    "erasure verifier found traces: no ACK, left for redelivery",
+                    extra={"stores": list(outcome.stores_with_traces)},
+                )
+                withheld[user_id] = ErasureStepError("verify", "TRACES_FOUND")
+            else:
+                receipts[user_id] = outcome
+        clean = list(receipts)
+
+        def complete(user_id: str) -> LedgerEntry | EntitlementsError:
+            try:
+                return self._calls.call(
+                    "ledger",
+                    lambda: ledger.record_pass(user_id, ERASE_PASSES, receipts[user_id].verified_at),
+                    deadline,
+                    batch,
+                )
+            except EntitlementsError as error:
+                return error
+
+        completed: dict[str, LedgerEntry] = {}
+        for user_id, done in zip(clean, self._parallel.map(complete, clean), strict=True):
+            if isinstance(done, EntitlementsError):
+                withheld[user_id] = done
+            else:
+                completed[user_id] = done
+        if not completed:
+            return withheld
+        finished = list(completed)
+        self._erasure.guarded("lake-unmask", lambda: targets.lake.unmask(finished), deadline)
         recorder = self._outcomes
         if recorder is None:
-            return
+            return withheld
         outcomes = [
             OutcomeEvent(
-                outcome_id=outcome_id(f"erasure:{ledger_id}", OutcomeKind.ERASURE_COMPLETED),
+                # One outcome per completed cycle: a redelivered second pass lands the same id again.
+                outcome_id=outcome_id(
+                    f"erasure:{ledger.ledger_id(user_id)}:{_cycle(entry)}", OutcomeKind.ERASURE_COMPLETED
+                ),
                 kind=OutcomeKind.ERASURE_COMPLETED,
-                occurred_at=now,
+                occurred_at=entry.completed_at or receipts[user_id].verified_at,
                 user_id=None,  # no personal data: the ledger id links the outcome to the ledger
                 array_account_id=None,
-                detail=ledger_id,
+                detail=receipts[user_id].to_json(),
             )
-            for ledger_id in (targets.ledger.ledger_id(user_id) for user_id in user_ids)
+            for user_id, entry in completed.items()
         ]
 
         def record() -> None:
             for outcome in outcomes:
-                recorder.add_outcome(outcome)  # written by the recorder's own bounds, and at close
+                recorder.add_outcome(outcome)
+            recorder.flush()  # durable in the lake before the ACK, not when the worker stops
 
         self._erasure.guarded("outcome", record, deadline)
+        return withheld
 
     # -- calls --------------------------------------------------------------------------------------
 
