@@ -1,4 +1,5 @@
-"""The entitlements service's HTTP API (FastAPI on uvicorn; the OpenAPI page is `/docs`).
+"""The entitlements service's HTTP API (FastAPI on uvicorn; the OpenAPI page is `/docs`, its Swagger UI
+assets served by the service itself from the pinned swagger-ui-bundle, so it works offline).
 
     POST /{user_id}/signup         201 created | 200 already signed up (nothing written)
     POST /{user_id}/cancellation   200 Cancelled
@@ -7,10 +8,14 @@
     POST /{user_id}/processor      200 linked | 404 ErrEntitlementNotActive (arraylink)
     GET  /stats                    counts only (writes by kind, outcomes by kind and by kind:detail)
 
-Every refusal is a JSON body `{"error": <code>, "message": <words>}`: 404 unknown user or entitlement
-not active, 409 wrong state, 422 validation, 502 a downstream refusal, 503 (with Retry-After) when a
-downstream call kept failing through its retries: safe to retry. No body, message or log line holds a
-user id, an account id or a token; the server's access log is off (paths hold user ids).
+Every refusal is a JSON body `{"error": <code>, "message": <words>}`: 404 unknown user, entitlement not
+active or no such route, 405 a method the route does not take, 409 wrong state (`concurrent_request`:
+a concurrent request for the user changed its rows first, service/writes.py), 413 a request body (no
+route takes one), 422 validation or an Idempotency-Key reused for another route, 502 a downstream
+refusal, 503 (with Retry-After) when a downstream call kept failing through its retries: safe to retry.
+Every write route takes an optional `Idempotency-Key` header: a retry with the same key gets the first
+answer (service/idempotency.py). No body, message or log line holds a user id, an account id, a key or
+a token; the server's access log is off (paths hold user ids).
 
 Route handlers are plain functions: FastAPI runs them on its thread pool, each on the service's
 thread-safe parts (boto3 and httpx clients).
@@ -28,23 +33,28 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import swagger_ui_bundle  # type: ignore[import-untyped]  # ships no type hints
 from fastapi import FastAPI, Header, Path, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import telemetry
 from schema.errors import EntitlementsError, RetryableError
 from service.arraylink import link_and_record
 from service.errors import ServiceRefusal, ServiceUnavailableError
 from service.idempotency import IDEMPOTENCY_KEY_PATTERN, Idempotency, Replay
+from service.ids import USER_ID_PATTERN
 from service.outcomes import OutcomeRecorder
 from service.parts import ServiceParts
 from service.writes import SignupResult
 
 logger = logging.getLogger(__name__)
 
-USER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 UserId = Annotated[str, Path(pattern=USER_ID_PATTERN, description="Our user id (the erasure ACCOUNT key)")]
 IdempotencyKey = Annotated[
     str | None,
@@ -99,6 +109,57 @@ def _answer(error: EntitlementsError) -> JSONResponse:
     return _refusal(500, "internal", str(error) if hasattr(error, "operation") else type(error).__name__)
 
 
+_DOCS_ASSETS = "/docs/assets"
+_HTTP_REFUSALS = {
+    404: ("not_found", "no such route"),
+    405: ("method_not_allowed", "the route does not take this method"),
+}
+_BODY_REFUSAL = b'{"error":"body_not_allowed","message":"the service\'s routes take no request body"}'
+
+
+class _NoBody:
+    """Refuses (413 `body_not_allowed`) any request carrying a body: no route takes one. A declared
+    Content-Length over 0 is refused unread; a chunked body is refused at its first non-empty chunk."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length", b"0").strip() or b"0"
+        if not length.isdigit() or int(length) > 0:
+            await _refuse_body(send)
+            return
+        if b"transfer-encoding" not in headers:
+            await self._app(scope, receive, send)
+            return
+        first = await receive()  # chunked: read what the client sent before the route runs
+        if first.get("body") or first.get("more_body"):
+            await _refuse_body(send)
+            return
+        replayed = False
+
+        async def again() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first
+            return await receive()
+
+        await self._app(scope, again, send)
+
+
+async def _refuse_body(send: Send) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(_BODY_REFUSAL)).encode())]
+    await send(
+        {"type": "http.response.start", "status": 413, "headers": [*headers, (b"connection", b"close")]}
+    )
+    await send({"type": "http.response.body", "body": _BODY_REFUSAL})
+
+
 class _Flusher:
     """Lands the recorded outcomes in the lake at least every `seconds`, and once more at shutdown."""
 
@@ -147,8 +208,28 @@ def create_app(parts: ServiceParts) -> FastAPI:
         version="1",
         lifespan=lifespan,
         responses=_REFUSALS,
+        docs_url=None,  # served below from the pinned swagger-ui-bundle, never a CDN
+        redoc_url=None,
     )
+    app.add_middleware(_NoBody)  # no route takes a body: any is refused before it is read further
     app.add_middleware(telemetry.RequestFigures)  # requests by route template and status
+    app.mount(_DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_bundle.swagger_ui_path)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="entitlements service",
+            swagger_js_url=f"{_DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{_DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{_DOCS_ASSETS}/favicon-32x32.png",
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_refused(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        # 404 (no such route) and 405 (a route without this method) in the body every refusal uses.
+        code, message = _HTTP_REFUSALS.get(error.status_code, (f"http_{error.status_code}", "refused"))
+        return _refusal(error.status_code, code, message, dict(error.headers or {}))
 
     @app.exception_handler(EntitlementsError)
     async def refused(_: Request, error: EntitlementsError) -> JSONResponse:

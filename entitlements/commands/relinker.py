@@ -2,8 +2,11 @@
 
 - `setup` creates the job queue and its dead-letter queue (the worker never does);
 - `enqueue --user U [--user V ...] | --all-active` sends one relink job per user;
-- `run` takes jobs until stopped (`--drain`: until the queue is empty), `service.relinker_concurrency`
-  at a time; each result is an outcome event in the lake (linked, not_active, failed).
+- `run` takes jobs until stopped (`--drain`: until the queue is empty, exiting 1 when a job failed or
+  was unreadable), `service.relinker_concurrency` at a time; each result is an outcome event in the lake
+  (linked, not_active, failed).
+
+`enqueue --user` refuses (exit 2, nothing sent) an id the service's routes refuse (`service.ids`).
 """
 
 from __future__ import annotations
@@ -52,11 +55,18 @@ def enqueue(
     from entitlements import compose  # noqa: PLC0415
     from entitlements._clients import aws_client  # noqa: PLC0415
     from service.dynamo import EntitlementTable  # noqa: PLC0415
+    from service.ids import USER_ID_RULE, is_user_id  # noqa: PLC0415
     from service.relinker import enqueue_relinks  # noqa: PLC0415
 
     configure_logging()
     if bool(user) == all_active:
         typer.echo("entitlements: give --user (one or more) or --all-active", err=True)
+        raise typer.Exit(2)
+    refused = sum(1 for one in user or [] if not is_user_id(one))
+    if refused:  # the service would refuse each: a job for one could never link (nothing is sent)
+        typer.echo(
+            f"entitlements: {refused} --user value(s) not a user id ({USER_ID_RULE}); nothing sent", err=True
+        )
         raise typer.Exit(2)
     settings = load_settings()
     sqs, url = compose.relink_queue(settings)
@@ -108,3 +118,6 @@ def run(
         f"received {report.received}, linked {report.linked}, not_active {report.not_active}, "
         f"failed {report.failed}, left for redelivery {report.redelivered}, unreadable {report.unreadable}"
     )
+    if drain and (report.failed or report.unreadable):  # a drain that left work undone says so
+        typer.echo("entitlements: relink jobs failed or were unreadable (see the counts above)", err=True)
+        raise typer.Exit(1)

@@ -45,6 +45,29 @@ def test_enqueue_needs_users_or_all_active(env: dict[str, str]) -> None:
     assert "give --user (one or more) or --all-active" in result.output
 
 
+@pytest.mark.parametrize("refused", ["", "-leading-dash", "a/b", "x" * 129, "trailing\n"])
+def test_enqueue_refuses_an_id_the_service_refuses_and_sends_nothing(
+    env: dict[str, str], refused: str
+) -> None:
+    result = CliRunner().invoke(cli, ["relinker", "enqueue", "--user", "u-ok", "--user", refused], env=env)
+    assert result.exit_code == 2
+    assert "1 --user value(s) not a user id" in result.output
+    assert refused.strip() == "" or refused.strip() not in result.output
+
+
+def test_a_drained_run_with_a_failed_job_exits_1(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["relinker", "setup"]).exit_code == 0
+    assert runner.invoke(cli, ["relinker", "enqueue", "--user", "u-unknown"]).exit_code == 0
+    ran = runner.invoke(cli, ["relinker", "run", "--drain", "--max-seconds", "60"])
+    assert "failed 1," in ran.output  # an unknown user: a failed link
+    assert ran.exit_code == 1
+
+
 def test_setup_enqueue_and_a_drained_run_link_the_user_and_land_the_outcome(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
