@@ -4,8 +4,12 @@ anomaly found exactly (its rows, and no other check unless the seed says the ano
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import SecretStr
 
 from analytics.audits import AuditReport, load_checks
+from processors.erasure import ErasureLedger
 from schema.outcomes import OutcomeKind
 from schema.table import cancellation_key, entitlement_key, stale_key
 from tests.analytics.audits.conftest import found, keys
@@ -134,6 +138,36 @@ def test_an_erasure_ledger_excepts_the_users_it_says_were_erased(story: Story, a
     story.delete(entitlement_key("alice", "acct-a1"))
     report = audit(story, ledger=Ledger())
     assert keys(report, "unexpected_delete") == {row_key("alice", "acct-a1")}
+
+
+def test_a_delete_inside_an_erasures_window_is_excepted_by_the_ledger(
+    story: Story, audit: Audit, tmp_path: Path
+) -> None:
+    ledger = ErasureLedger(tmp_path / "erasure-ledger", SecretStr("audit-test-key"))
+    story.signup("frank", "acct-f1")
+    story.tick(minutes=1)
+    ledger.record_started("frank", story.now)
+    story.delete(entitlement_key("frank", "acct-f1"))
+    ledger.record_pass("frank", 2, story.tick(minutes=1))
+    report = audit(story, ledger=ledger)
+    assert keys(report, "unexpected_delete") == set()
+    assert report.erasure_exceptions == 1
+
+
+def test_a_delete_after_the_erasure_completed_is_the_new_datas_and_reported(
+    story: Story, audit: Audit, tmp_path: Path
+) -> None:
+    # frank was erased (the lake holds nothing of before), signed up again, and lost the new row.
+    ledger = ErasureLedger(tmp_path / "erasure-ledger", SecretStr("audit-test-key"))
+    ledger.record_started("frank", story.now)
+    ledger.record_pass("frank", 2, story.now)
+    story.tick(hours=1)
+    story.signup("frank", "acct-f2")
+    story.tick(minutes=1)
+    story.delete(entitlement_key("frank", "acct-f2"))
+    report = audit(story, ledger=ledger)
+    assert keys(report, "unexpected_delete") == {row_key("frank", "acct-f2")}
+    assert report.erasure_exceptions == 0
 
 
 def test_a_stale_record_removed_by_the_service_is_found(story: Story, audit: Audit) -> None:
