@@ -16,11 +16,12 @@ delete-user answers:
 
 create-user (`POST /api/user/v2` without the override header) answers 201 {"userId": <a new Array user
 id>} on every call, a repeated client key included (it does not deduplicate: docs/local-stack.md says
-what we assume of the real Array), which then exists (a later delete of it answers 200); `reuse_next(client_key)` makes the next
-create-user for that user answer 200 with the account it created last for them ("the same account
-arriving again"), as does `reuse_rate` at random. processor-token answers 200 {"status": "linked"} for
-an Array user that exists, 404 otherwise, 400 without a string `processorToken`; the token is counted,
-never kept. Both answer 401/403 on credentials and 5xx/timeouts by their fault plan.
+what we assume of the real Array), which then exists (a later delete of it answers 200);
+`reuse_next(client_key)` makes the next create-user for that user answer 200 with the account it created
+last for them ("the same account arriving again"), as does `reuse_rate` at random. processor-token
+answers 200 {"status": "linked"} for an Array user that exists, 404 otherwise, 400 without a string
+`processorToken`; the token is counted, never kept. Both answer 401/403 on credentials and 5xx/timeouts
+by their fault plan.
 
 A timeout fault holds the request for `hang_seconds` (longer than the client's timeout) and then processes
 it as usual, so the delete may have happened although the client saw a timeout: its retry then gets 404.
