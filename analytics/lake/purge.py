@@ -3,7 +3,8 @@
 One call takes a batch of user ids. In each table (`changes`, `outcomes`, `snapshots/state`,
 `snapshots/as_of`, and the audits' stored failures `audits/failures`) one DELETE commit rewrites the data
 files holding a row of any of them (a row belongs to a user when one of its user-id columns,
-`USER_ID_COLUMNS`, is one of the ids, or its partition key is `USER#<id>`); then `expunge`
+`USER_ID_COLUMNS`, is one of the ids, or its partition key is `USER#<id>`, or a stored finding's JSON,
+`JSON_COLUMNS`, holds either as a string value); then `expunge`
 vacuums the files the log removed, checkpoints and deletes the log before the checkpoint, since old log
 entries carry the ids in file statistics and in the DELETE's own predicate. After it, no byte of the
 lake's files names an erased id, and time travel to a version before the purge is gone (by design).
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 __all__ = [
     "AUDIT_FAILURES",
+    "JSON_COLUMNS",
     "ORPHAN_AGE",
     "PURGED_DATASETS",
     "USER_ID_COLUMNS",
@@ -47,6 +49,7 @@ __all__ = [
     "remove_orphans",
 ]
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +79,8 @@ logger = logging.getLogger(__name__)
 PURGED_DATASETS: tuple[str, ...] = (CHANGES, OUTCOMES, STATE_DIR, AS_OF_DIR, AUDIT_FAILURES)
 # The columns naming a user: a row belongs to every user one of them names (and to the user of its `pk`).
 USER_ID_COLUMNS: tuple[str, ...] = ("user_id", "other_user_id")
+# Columns holding a row as JSON (the audits' stored finding): a row naming a user anywhere in it is theirs.
+JSON_COLUMNS: tuple[str, ...] = ("row",)
 # A file referenced by no version and older than this belongs to a commit that failed (module docstring).
 ORPHAN_AGE = timedelta(minutes=15)
 
@@ -99,6 +104,14 @@ def _predicate(columns: set[str], ids: list[str]) -> str | None:
     clauses = [f"{column} IN ({listed})" for column in USER_ID_COLUMNS if column in columns]
     if "pk" in columns:
         clauses.append(f"pk IN ({', '.join(literal(USER_PK_PREFIX + u) for u in ids)})")
+    for column in JSON_COLUMNS:
+        if column in columns:
+            # A JSON string equal to the id or its key (quotes included): a whole value, never a part.
+            clauses.extend(
+                f'strpos("{column}", {literal(json.dumps(value))}) > 0'
+                for u in ids
+                for value in (u, USER_PK_PREFIX + u)
+            )
     return " OR ".join(clauses) or None
 
 

@@ -19,6 +19,8 @@ from analytics.lake import (
     snapshot_as_of,
     state_at_version,
 )
+from analytics.lake._delta import append, ensure_table, open_table
+from analytics.lake._schema import AUDIT_FAILURES, AUDIT_FAILURES_SCHEMA
 from analytics.lake._versions import oldest_version
 from analytics.lake.purge import ORPHAN_AGE, remove_orphans
 from analytics.views import connect
@@ -123,3 +125,50 @@ def test_orphan_removal_keeps_the_files_of_every_version_the_log_still_holds(
     removed = remove_orphans(lake, "changes", older_than=far)
     assert oldest is not None and removed == 0
     assert state_rows(state_at_version(lake, oldest)) == replay(history.events)
+
+
+def _store_findings(lake: Lake, rows: list[dict[str, object]]) -> None:
+    table = ensure_table(lake, AUDIT_FAILURES, AUDIT_FAILURES_SCHEMA)
+    base = {"audit_id": "a1", "audited_at": datetime(2026, 1, 2, tzinfo=UTC), "as_of": None}
+    full = [
+        {**base, "check_name": "c", "scope": "s", "status": "fail", "row_number": n, **row}
+        for n, row in enumerate(rows)
+    ]
+    append(lake, table, AUDIT_FAILURES, pa.Table.from_pylist(full, schema=AUDIT_FAILURES_SCHEMA))
+
+
+def test_a_stored_finding_naming_the_user_only_in_its_json_is_deleted_and_one_naming_a_longer_id_kept(
+    lake: Lake,
+) -> None:
+    _store_findings(
+        lake,
+        [
+            {"user_id": "u7", "other_user_id": None, "pk": "USER#u7", "row": '{"item_user_id": "u001"}'},
+            {"user_id": "u8", "other_user_id": None, "pk": "USER#u8", "row": '{"note": "u0010"}'},
+        ],
+    )
+    counts = purge_users(lake, ["u001"])
+    table = open_table(lake, AUDIT_FAILURES)
+    assert table is not None
+    left = table.to_pyarrow_table(columns=["user_id"])["user_id"].to_pylist()
+    assert (counts.rows[AUDIT_FAILURES], left) == (1, ["u8"])
+
+
+def test_a_commits_temporary_log_file_older_than_the_bound_is_deleted(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    log = lake.path("changes/_delta_log")
+    leftover = os.path.join(log, "_commit_0b4e6d2c-5f7a-4c1e-9d3b-2a8f6e1c7d90.json.tmp")
+    with open(leftover, "w") as handle:
+        handle.write(
+            '{"add": {"path": "x.parquet", "stats": "{\\"minValues\\": {\\"user_id\\": \\"u001\\"}}"}}\n'
+        )
+    stamp = (datetime.now(UTC) - ORPHAN_AGE - timedelta(minutes=1)).timestamp()
+    os.utime(leftover, (stamp, stamp))
+    entries = sorted(name for name in os.listdir(log) if not name.endswith(".tmp"))
+    purge_users(lake, ["nobody"])
+    after = sorted(os.listdir(log))
+    assert (
+        not os.path.exists(leftover)
+        and set(after) - set(entries)
+        and _count(lake, "SELECT count(*) FROM changes")
+    )
