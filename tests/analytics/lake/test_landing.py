@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -336,3 +337,52 @@ def test_a_handler_lands_on_after_an_erasure_cleaned_the_log_it_had_read(
         first.add(event)
     first.flush()
     assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
+
+
+def test_a_handler_flushing_while_erasures_purge_beside_it_fails_no_flush_and_loses_nothing(
+    any_lake: Lake, history: TableSim
+) -> None:
+    erased = ["u001", "u002", "u003"]
+    before = LakeHandler(any_lake)
+    for event in history.events:
+        if event.user_id in erased:
+            before.add(event)
+    before.flush()
+    kept = [e for e in history.events if e.user_id not in erased]
+    failures: list[BaseException] = []
+    landing_done = threading.Event()
+
+    per_flush = 4 if any_lake.is_local else 60  # moto's S3 makes each commit slow: fewer, larger
+
+    def land() -> None:
+        handler = LakeHandler(any_lake, LakeSettings(flush_rows=10_000))
+        try:
+            for start in range(0, len(kept), per_flush):
+                for event in kept[start : start + per_flush]:
+                    handler.add(event)
+                handler.flush()  # one commit of `changes` each time: many chances to meet a clean-up
+        except BaseException as error:  # the test reports it
+            failures.append(error)
+        finally:
+            landing_done.set()
+
+    def erase() -> None:
+        try:
+            for user in erased:
+                purge_users(any_lake, [user])
+            number = 0
+            while not landing_done.is_set():  # more clean-ups (an id that holds nothing) until landed
+                purge_users(any_lake, [f"nobody-{number}"])
+                number += 1
+        except BaseException as error:  # the test reports it
+            failures.append(error)
+
+    threads = [threading.Thread(target=land), threading.Thread(target=erase)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    con = connect(any_lake)
+    assert con.execute("SELECT count(*) FROM raw_changes").fetchall() == [(len(kept),)]
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
