@@ -16,7 +16,8 @@ and each DELETE's predicate. So a scan lists the folder and reads each file:
 - a checkpoint (`_delta_log/*.checkpoint*.parquet`): every value of every row, as a log entry.
 
 Matching whole values, never substrings, keeps `1` from matching `u001` or a row count. A file that
-cannot be read raises (OSError, ArrowException): the caller answers "cannot tell", never "holds none".
+cannot be read raises (OSError, ArrowException): the caller answers "cannot tell", never "holds none";
+a file deleted between the listing and its reading (a concurrent vacuum) is skipped: it holds nothing.
 """
 
 from __future__ import annotations
@@ -75,20 +76,32 @@ def scan_table(lake: Lake, name: str, user_id: str) -> TableTraces:
     matcher = _Matcher(user_id)
     holding: list[str] = []
     files = table_files(lake, name)
+    scanned = 0
     for info in files:
         relative = lake.relative(str(info.path))
-        in_log = f"/{LOG_DIR}/" in f"/{relative}"
-        if in_log and info.base_name.endswith(".parquet"):
-            held = matcher.in_values(_checkpoint_rows(lake, str(info.path)))
-        elif in_log:
-            held = matcher.in_log_text(_read(lake, str(info.path)))
-        elif info.base_name.endswith(".parquet"):
-            held = _data_file_holds(lake, str(info.path), matcher)
-        else:  # no other kind of file belongs in a table's folder: matched as text, to be safe
-            held = matcher.in_bytes(_read(lake, str(info.path)))
+        try:
+            held = _file_holds(lake, info, relative, matcher)
+        except OSError:
+            # Deleted since the listing (a concurrent vacuum, compaction or purge): it holds nothing now.
+            if lake.fs.get_file_info(str(info.path)).type == pafs.FileType.NotFound:
+                continue
+            raise
+        scanned += 1
         if held:
             holding.append(relative)
-    return TableTraces(name, len(files), tuple(holding))
+    return TableTraces(name, scanned, tuple(holding))
+
+
+def _file_holds(lake: Lake, info: pafs.FileInfo, relative: str, matcher: _Matcher) -> bool:
+    in_log = f"/{LOG_DIR}/" in f"/{relative}"
+    if in_log and info.base_name.endswith(".parquet"):
+        return matcher.in_values(_checkpoint_rows(lake, str(info.path)))
+    if in_log:
+        return matcher.in_log_text(_read(lake, str(info.path)))
+    if info.base_name.endswith(".parquet"):
+        return _data_file_holds(lake, str(info.path), matcher)
+    # No other kind of file belongs in a table's folder: matched as bytes, to be safe.
+    return matcher.in_bytes(_read(lake, str(info.path)))
 
 
 def _read(lake: Lake, path: str) -> bytes:

@@ -57,6 +57,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from analytics.lake._delta import (
     active_files,
@@ -165,7 +166,10 @@ def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
     table = open_table(lake, name)
     if table is None:
         return 0
-    referenced = {lake.path(f"{name}/{path}") for path in _referenced(lake, name, table)}
+    known = _referenced(lake, name, table)
+    if known is None:
+        return 0
+    referenced = {lake.path(f"{name}/{path}") for path in known}
     cutoff = int(older_than.timestamp() * 1_000_000_000)
     log_prefix = lake.path(f"{name}/{LOG_DIR}/")
     removed = 0
@@ -190,21 +194,26 @@ def remove_orphans(lake: Lake, name: str, *, older_than: datetime) -> int:
     return removed
 
 
-def _referenced(lake: Lake, name: str, table: DeltaTable) -> set[str]:
+def _referenced(lake: Lake, name: str, table: DeltaTable) -> set[str] | None:
     """The table-relative paths of the data files any version from the log's oldest to `table`'s
     references: the oldest version's files and every file a later commit added (a reader of any version
-    still in the log keeps its files)."""
+    still in the log keeps its files). None when the log moved meanwhile (a concurrent purge cleaned
+    it): then nothing is deleted this time."""
     paths = {path for path, _ in active_files(table)}
     latest = int(table.version())
     oldest = oldest_version(lake, name)
     if oldest is None or oldest >= latest:
         return paths
     past = open_table(lake, name)
-    if past is None:
-        return paths
-    past.load_as_version(oldest)
+    commits = commits_since(lake, name, oldest, latest)
+    if past is None or commits is None:
+        return None
+    try:
+        past.load_as_version(oldest)
+    except DeltaError:
+        return None
     paths.update(path for path, _ in active_files(past))
-    for actions in commits_since(lake, name, oldest, latest) or []:
+    for actions in commits:
         paths.update(str(action["add"]["path"]) for action in actions if "add" in action)
     # Log entries store paths URI-encoded; the listing names files as they are on disk.
     return paths | {unquote(path) for path in paths}

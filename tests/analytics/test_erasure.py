@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 from functools import partial
 
+import pyarrow.fs as pafs
+import pytest
+
 from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
-from analytics.lake import Lake, snapshot
+from analytics.lake import Lake, _traces, snapshot
 from analytics.lake._delta import delete_rows
 from analytics.lake._mask import MASK_PATH
 from analytics.lake._traces import scan_table
@@ -110,3 +113,19 @@ def test_traces_answers_none_for_a_table_a_file_of_which_cannot_be_read(
         damaged.write(b"not parquet")
     traces = AnalyticsLakeEraser(lake).traces("u001")
     assert (traces["changes"], traces["outcomes"] is not None) == (None, True)
+
+
+def test_holds_skips_a_file_deleted_between_the_listing_and_its_reading(
+    lake: Lake, history: TableSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _land(lake, history)
+    eraser = AnalyticsLakeEraser(lake)
+    eraser.purge(["u001"])
+    listed = _traces.table_files
+
+    def with_a_vanished_file(lake: Lake, name: str) -> list[pafs.FileInfo]:
+        gone = pafs.FileInfo(lake.path(f"{name}/part-00000-vanished-c000.zstd.parquet"), pafs.FileType.File)
+        return [*listed(lake, name), gone]
+
+    monkeypatch.setattr(_traces, "table_files", with_a_vanished_file)
+    assert eraser.holds("u001") is False
