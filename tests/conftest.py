@@ -13,6 +13,7 @@ from hypothesis import settings
 from devstack.moto_server import MotoServer
 from entitlements._logging import _JsonFormatter
 from tests.support.dynamodb import client
+from tests.support.lake_templates import LakeTemplates
 
 # Nothing in the tests may reach a real AWS account or the metadata service.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -24,6 +25,12 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # loaded CI machine trips at random, so it is off for every property test.
 settings.register_profile("project", deadline=None)
 settings.load_profile("project")
+
+
+@pytest.fixture(scope="session")
+def lake_templates(tmp_path_factory: pytest.TempPathFactory) -> LakeTemplates:
+    """Lakes built once per run (per xdist worker), copied into each test (tests.support.lake_templates)."""
+    return LakeTemplates(tmp_path_factory.mktemp("lake-templates"))
 
 
 @pytest.fixture(autouse=True)

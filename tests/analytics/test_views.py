@@ -33,6 +33,7 @@ from analytics.views import (
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, land, replay, state_rows
+from tests.support.lake_templates import LakeTemplates
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,8 +42,9 @@ _land = partial(land, flush_rows=30)
 
 
 @pytest.fixture
-def landed(lake: Lake, history: TableSim) -> Lake:
-    _land(lake, history)
+def landed(lake: Lake, history: TableSim, lake_templates: LakeTemplates) -> Lake:
+    # `history` is the same every time (seed 7): landed once per run, copied into this test's lake.
+    lake_templates.copy("views-history", lambda fresh: _land(fresh, history), Path(lake.base))
     return lake
 
 

@@ -6,17 +6,20 @@ import csv
 import dataclasses
 import io
 import json
+from pathlib import Path
 
 import pytest
 
 from analytics.lake import Lake
 from analytics.mining import MiningResult, render_mining, report_charts, run_report
 from tests.analytics.audits.story import clean_story
+from tests.support.lake_templates import LakeTemplates
 
 
 @pytest.fixture
-def daily(lake: Lake) -> MiningResult:
-    clean_story().land(lake)
+def daily(lake: Lake, lake_templates: LakeTemplates) -> MiningResult:
+    # The clean story is the same every time: landed once per run, copied into this test's lake.
+    lake_templates.copy("clean-story", lambda fresh: clean_story().land(fresh), Path(lake.base))
     return run_report(lake, "daily_activity")
 
 

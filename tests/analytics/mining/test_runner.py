@@ -22,11 +22,13 @@ from analytics.mining import MiningError, load_reports, report_charts, run_repor
 from analytics.views import connect
 from config import PolicySettings
 from tests.analytics.audits.story import Story, clean_story
+from tests.support.lake_templates import LakeTemplates
 
 
 @pytest.fixture
-def landed(lake: Lake) -> Lake:
-    clean_story().land(lake)
+def landed(lake: Lake, lake_templates: LakeTemplates) -> Lake:
+    # The clean story is the same every time: landed once per run, copied into this test's lake.
+    lake_templates.copy("clean-story", lambda fresh: clean_story().land(fresh), Path(lake.base))
     return lake
 
 
