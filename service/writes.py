@@ -259,22 +259,24 @@ class EntitlementService:
                 raise WrongStateError(
                     "Array answered an account the user holds", code="account_held_before"
                 ) from None
-            result = self._lost_race(user_id, new_account, by="second_signup")
-            return SignupResult(result.array_account_id, written=False, retired=False)
+            return self._lost_race(user_id, new_account, by="second_signup")
         self._count("second_signup")
         return SignupResult(new_account, written=True, retired=True)
 
     def _lost_race(self, user_id: str, account: str, *, by: str) -> SignupResult:
         """A signup or second signup whose transaction was refused after Array created `account` for it:
-        a concurrent request for the user moved its guard first (or, with no race, its rows were not as
-        read). Returns the user's Active account when it is `account` (Array answered the concurrent
-        request with the same one); otherwise schedules `account` on its stale key, so only cleanup ever
-        deletes it at Array, and raises `ConcurrentRequestError` (409)."""
+        a concurrent request for the user moved its guard first (or an earlier attempt of this very
+        transaction landed unanswered). Returns `account` as written when the user's Active row names it;
+        otherwise schedules `account` on its stale key, so only cleanup ever deletes it at Array, and
+        raises `ConcurrentRequestError` (409)."""
         items = self._table.user_items(user_id)
         active = items.latest(EntitlementStatus.ACTIVE)
         if active is not None and attribute(active, "arrayAccountId") == account:
-            self._race_lost(user_id, account, f"{by}:account_held")
-            return SignupResult(account, written=False)
+            # Our own transaction landed on an attempt whose answer was lost (the retry was then refused
+            # by the guard it had moved), or a concurrent twin got the same account from Array: either
+            # way the user's Active row is the one this request asked for.
+            self._count(f"{by}_found_written")
+            return SignupResult(account, written=True, retired=by == "second_signup")
         if account not in items.accounts():  # a row naming it is the user's: never schedule it
             now = self._clock.now()
             stale_ttl = dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)

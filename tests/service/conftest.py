@@ -96,7 +96,7 @@ class ListSink:
         self.flushes += 1
 
 
-def _throttled(operation: str) -> ClientError:
+def throttled_error(operation: str) -> ClientError:
     error = {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}
     return ClientError({"Error": error}, operation)
 
@@ -119,7 +119,7 @@ class CountingDynamoDB:
     def query(self, **kwargs: Any) -> dict[str, Any]:
         if self.fail_queries:
             self.fail_queries -= 1
-            raise _throttled("Query")
+            raise throttled_error("Query")
         result: dict[str, Any] = self._inner.query(**kwargs)
         return result
 
@@ -129,7 +129,7 @@ class CountingDynamoDB:
             hook()
         if self.fail_puts:
             self.fail_puts -= 1
-            raise _throttled("PutItem")
+            raise throttled_error("PutItem")
         self.writes += 1
         result: dict[str, Any] = self._inner.put_item(**kwargs)
         return result
@@ -140,7 +140,7 @@ class CountingDynamoDB:
             hook()
         if self.fail_transacts:
             self.fail_transacts -= 1
-            raise _throttled("TransactWriteItems")
+            raise throttled_error("TransactWriteItems")
         self.writes += 1
         result: dict[str, Any] = self._inner.transact_write_items(**kwargs)
         return result

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from schema.outcomes import OutcomeKind
 from schema.table_writes import entitlement_row
-from tests.service.conftest import NOW, World
+from tests.service.conftest import NOW, World, throttled_error
 
 
 def _signed_up(client: TestClient, user: str) -> str:
@@ -77,7 +77,7 @@ def test_a_signup_losing_to_one_answered_the_same_account_answers_it_and_schedul
     world: World,
 ) -> None:
     """Array answered both concurrent signups with one account: the loser's account is the user's, so
-    it is answered (200, nothing written) and never put on a stale key."""
+    it is answered as the Active row it asked for (201) and never put on a stale key."""
     world.fake.same_account = True
     with world.client() as client:
         first: list[str] = []  # the other signup, landing between this one's read and its write
@@ -85,8 +85,8 @@ def test_a_signup_losing_to_one_answered_the_same_account_answers_it_and_schedul
             world.parts.service.signup("u-1").array_account_id
         )
         answer = client.post("/u-1/signup")
-    assert answer.status_code == 200
-    assert answer.json() == {"arrayAccountId": first[0], "status": "Active", "written": False}
+    assert answer.status_code == 201
+    assert answer.json() == {"arrayAccountId": first[0], "status": "Active", "written": True}
     assert world.status("u-1", first[0]) == "Active"
     assert world.item("USER#u-1", f"CLEANUP#STALE#{first[0]}") is None
 
@@ -108,6 +108,29 @@ def test_a_signup_losing_to_a_concurrent_signup_is_a_409_and_schedules_its_own_a
     assert world.status("u-1", loser) is None
     assert world.item("USER#u-1", f"CLEANUP#STALE#{loser}") is not None
     assert [(o.kind, o.array_account_id) for o in world.recorded()] == [(OutcomeKind.SIGNUP_RACE_LOST, loser)]
+
+
+def test_a_second_signup_whose_transaction_landed_unanswered_answers_it_written_on_the_retry(
+    world: World,
+) -> None:
+    """The first attempt commits but its answer is lost (a throttle reported after the write); the retry
+    is refused by the guard the first attempt moved: the request answers its own write, 201."""
+    with world.client() as client:
+        old = _signed_up(client, "u-1")
+        inner = world.counting.transact_write_items
+
+        def landed_unanswered(**kwargs: object) -> dict[str, object]:
+            world.counting.transact_write_items = inner  # type: ignore[method-assign]
+            inner(**kwargs)
+            raise throttled_error("TransactWriteItems")
+
+        world.counting.transact_write_items = landed_unanswered  # type: ignore[method-assign]
+        answer = client.post("/u-1/array-signup")
+    assert answer.status_code == 201
+    new = answer.json()["arrayAccountId"]
+    assert answer.json()["retired"] is True
+    assert (world.status("u-1", new), world.status("u-1", old)) == ("Active", "Superseded")
+    assert world.item("USER#u-1", f"CLEANUP#STALE#{new}") is None
 
 
 # -- downstream services unavailable (503, safe to retry) -------------------------------------------
