@@ -40,7 +40,17 @@ file on request) holds the planted faults' item keys and canary tokens. Logs hol
 
 from __future__ import annotations
 
-__all__ = ["Bag", "Mix", "Operation", "SimulationConfig", "SimulationSummary", "run_simulation"]
+__all__ = [
+    "Answer",
+    "Answered",
+    "Bag",
+    "EntitlementOperations",
+    "Mix",
+    "Operation",
+    "SimulationConfig",
+    "SimulationSummary",
+    "run_simulation",
+]
 
 import logging
 import random
@@ -48,7 +58,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from devstack import _writes as writes
 from devstack.direct_writes import DirectWriteRefused, DirectWrites, NotActiveRefused
@@ -57,6 +67,34 @@ from pipeline.clock import Clock
 from schema.table import EntitlementStatus
 
 _log = logging.getLogger(__name__)
+
+
+class Answer(StrEnum):
+    """What the service answered one operation, as the simulator needs to know it."""
+
+    DONE = "done"
+    REFUSED = "refused"  # a state rule (unknown user, wrong state, Array or transactions refusing)
+    NOT_ACTIVE = "not_active"  # a link refused by SaveIfActive (ErrEntitlementNotActive): terminal
+    CONCURRENT = "concurrent_request"  # lost to a concurrent request of the same user (409)
+    UNAVAILABLE = "unavailable"  # a downstream call kept failing (503): nothing known to be written
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    answer: Answer
+    account: str | None = None  # the Array account the user's Active row names after the write
+
+
+class EntitlementOperations(Protocol):
+    """The entitlements service as the simulator drives it: its write paths and arraylink, in this
+    process. The composition root hands it over (`entitlements.compose.simulated_service`), so that
+    devstack imports no `service`."""
+
+    def signup(self, user_id: str) -> Answered: ...
+    def cancel(self, user_id: str) -> Answered: ...
+    def reactivate(self, user_id: str) -> Answered: ...
+    def second_signup(self, user_id: str) -> Answered: ...
+    def relink(self, user_id: str) -> Answered: ...
 
 
 class Operation(StrEnum):
@@ -135,10 +173,13 @@ class SimulationSummary:
     writes: int = 0
     first_business_time: str | None = None
     last_business_time: str | None = None
+    # "service": the mix went through the service's own code; "table": direct writes (the bench's capture)
+    mode: str = "table"
 
     def to_json(self, *, include_keys: bool = False) -> dict[str, Any]:
         """The summary as JSON-ready data. Item keys and canary tokens only with `include_keys`."""
         return {
+            "mode": self.mode,
             "seed": self.seed,
             "users": self.users,
             "operations_requested": self.operations_requested,
@@ -495,18 +536,101 @@ class _Simulation:
         return self.summary
 
 
+class _ThroughTheService(_Simulation):
+    """The same state machine, each operation sent to the service (`EntitlementOperations`) instead of
+    written: the service's own code decides and writes. A relink runs whole when chosen (the service
+    holds its row across its two network calls itself), so nothing is pending between operations; races
+    with it come from concurrent requests (`devstack.service_workload`), not from this sequence."""
+
+    def __init__(
+        self,
+        config: SimulationConfig,
+        table: DirectWrites,
+        clock: Clock,
+        sleep: Callable[[float], None],
+        monotonic: Callable[[], float],
+        *,
+        service: EntitlementOperations,
+    ) -> None:
+        super().__init__(config, table, clock, sleep, monotonic)
+        self.service = service
+        self.summary.mode = "service"
+
+    def answered(self, operation: Operation, user: _User, answered: Answered) -> bool:
+        """True when the write took; otherwise the refusal is counted and the user left alone."""
+        if answered.answer is Answer.DONE:
+            return True
+        self.refused(operation)
+        self.retire(user)
+        return False
+
+    def signup(self, user: _User) -> None:
+        self.fresh.discard(user)
+        self.now()
+        answered = self.service.signup(user.user_id)
+        if self.answered(Operation.SIGNUP, user, answered) and answered.account is not None:
+            user.accounts.append(answered.account)
+            self.set_active(user, answered.account)
+
+    def cancel(self, user: _User) -> None:
+        assert user.active is not None
+        account = user.active
+        now = self.now()
+        if not self.answered(Operation.CANCEL, user, self.service.cancel(user.user_id)):
+            return
+        self.clear_active(user)
+        user.cancelled = account
+        user.cancellation_ttl = writes.ttl_after(now, self.config.cleanup_ttl_days)
+        self.cancelled.add(user)
+
+    def reactivate(self, user: _User) -> None:
+        assert user.cancelled is not None
+        account = user.cancelled
+        self.now()
+        if not self.answered(Operation.REACTIVATE, user, self.service.reactivate(user.user_id)):
+            return
+        self.cancelled.discard(user)
+        user.cancelled = None
+        self.set_active(user, account)
+
+    def second_signup(self, user: _User) -> None:
+        self.now()
+        answered = self.service.second_signup(user.user_id)
+        if self.answered(Operation.SECOND_SIGNUP, user, answered) and answered.account is not None:
+            if answered.account not in user.accounts:
+                user.accounts.append(answered.account)
+            self.set_active(user, answered.account)
+
+    def begin_relink(self, user: _User, index: int) -> None:
+        self.now()
+        answered = self.service.relink(user.user_id)
+        if answered.answer is Answer.DONE:
+            self.summary.relinks_saved += 1
+        elif answered.answer is Answer.NOT_ACTIVE:
+            self.summary.guard_rejections += 1  # terminal: recorded, never retried
+        else:
+            self.refused(Operation.RELINK)
+
+
 def run_simulation(
     config: SimulationConfig,
     table: DirectWrites,
     clock: Clock,
     *,
+    service: EntitlementOperations | None = None,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimulationSummary:
-    """Run the workload against `table` and return its summary; `progress(done, total)` is called before
-    each operation and at the end."""
-    simulation = _Simulation(config, table, clock, sleep, monotonic)
+    """Run the workload and return its summary; `progress(done, total)` is called before each operation
+    and at the end. With `service` every operation goes through it (the service's own code); without,
+    the mix is written to `table` directly (the table-only workload). Planted faults are always direct
+    writes to `table`."""
+    simulation = (
+        _Simulation(config, table, clock, sleep, monotonic)
+        if service is None
+        else _ThroughTheService(config, table, clock, sleep, monotonic, service=service)
+    )
     simulation.progress = progress
     summary = simulation.run()
     if progress is not None:

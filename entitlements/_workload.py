@@ -11,20 +11,26 @@ refused unless every endpoint in the settings is loopback. `entitlements serve` 
 
 from __future__ import annotations
 
-__all__ = ["RunningService", "local_service"]
+__all__ = ["RunningService", "ServiceOperations", "in_process_service", "local_service"]
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from config import Settings
 from devstack.service_runner import InProcessService
+from devstack.simulator import Answer, Answered
 from devstack.unguarded_links import UnguardedLinkTable, assert_all_loopback, unguarded_link_table
 from entitlements import compose
 from entitlements._clients import aws_client
+from schema.errors import EntitlementsError, RetryableError
 from service.app import create_app
+from service.arraylink import link_and_record
 from service.dynamo import EntitlementTable
+from service.errors import ConcurrentRequestError, EntitlementNotActiveError, ServiceRefusal
+from service.parts import ServiceParts
 
 
 @dataclass(frozen=True)
@@ -52,3 +58,63 @@ def local_service(
     app = create_app(compose.service_parts(settings, **overrides))
     with InProcessService(app, port=port) as service:
         yield RunningService(service.url, wrapper)
+
+
+def _answer(error: EntitlementsError) -> Answer:
+    if isinstance(error, EntitlementNotActiveError):
+        return Answer.NOT_ACTIVE
+    if isinstance(error, ConcurrentRequestError):
+        return Answer.CONCURRENT
+    if isinstance(error, ServiceRefusal):
+        return Answer.REFUSED
+    if isinstance(error, RetryableError):
+        return Answer.UNAVAILABLE
+    raise error  # a terminal failure that is no refusal (a table refusing us): the run stops
+
+
+class ServiceOperations:
+    """`devstack.simulator.EntitlementOperations` over the service's own parts, in this process: the
+    routes' calls without HTTP (a link records its outcome as the processor route does)."""
+
+    def __init__(self, parts: ServiceParts) -> None:
+        self._parts = parts
+
+    @staticmethod
+    def _call(write: Callable[[], str]) -> Answered:
+        try:
+            return Answered(Answer.DONE, write())
+        except EntitlementsError as failed:
+            return Answered(_answer(failed))
+
+    def signup(self, user_id: str) -> Answered:
+        return self._call(lambda: self._parts.service.signup(user_id).array_account_id)
+
+    def cancel(self, user_id: str) -> Answered:
+        return self._call(lambda: self._parts.service.cancel(user_id))
+
+    def reactivate(self, user_id: str) -> Answered:
+        return self._call(lambda: self._parts.service.reactivate(user_id))
+
+    def second_signup(self, user_id: str) -> Answered:
+        return self._call(lambda: self._parts.service.second_signup(user_id).array_account_id)
+
+    def relink(self, user_id: str) -> Answered:
+        parts = self._parts
+        attempt = link_and_record(parts.arraylink, parts.recorder, user_id, job_id=uuid.uuid4().hex)
+        if attempt.error is not None:
+            return Answered(_answer(attempt.error))
+        return Answered(Answer.DONE, attempt.array_account_id)
+
+
+@contextmanager
+def in_process_service(settings: Settings, *, sink: Any = None) -> Iterator[ServiceOperations]:
+    """The service's parts (`entitlements.compose.service_parts`) handed to the simulator as its
+    `EntitlementOperations`; their outcomes land in the lake (or `sink`), flushed when the block ends."""
+    assert_all_loopback(settings, purpose="the in-process service is for the local stack only")
+    parts = compose.service_parts(settings, **({"sink": sink} if sink is not None else {}))
+    try:
+        yield ServiceOperations(parts)
+    finally:
+        parts.recorder.flush()
+        if parts.close is not None:
+            parts.close()

@@ -11,7 +11,9 @@ only; refused unless every endpoint is loopback) makes the link write an uncondi
 writing a retired row back Active: docs/table.md). `--faults` plants the anomalies the service cannot
 produce by direct table writes, labelled `planted_by_direct_write`.
 
-With `--clients 0` (the default) the simulator writes the table directly (`devstack.simulator`).
+With `--clients 0` (the default) the simulator's state machine (`devstack.simulator`) sends each
+operation, one at a time, to the service's own code in this process (`entitlements._workload.
+in_process_service`, no HTTP), against the settings' table and the local stack's fakes.
 """
 
 from __future__ import annotations
@@ -71,12 +73,13 @@ def simulate(
     relink_weight: Annotated[
         float, typer.Option(min=0.0, help="Mix weight of relink writes (SaveIfActive).")
     ] = 4.0,
-    max_relink_window: Annotated[
-        int, typer.Option(min=0, help="Most operations between a relink's read and its write.")
-    ] = 3,
     contention: Annotated[
         float,
-        typer.Option(min=0.0, max=1.0, help="Share of cancels and second signups aimed at users mid-relink."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="With --clients: share of cancels and second signups aimed at users mid-relink.",
+        ),
     ] = 0.5,
     table_name: Annotated[
         str | None, typer.Option(help="Table; default the settings' consumer.table_name.")
@@ -139,7 +142,6 @@ def simulate(
             seed=seed if seed is not None else random.SystemRandom().randrange(2**32),
             faults=faults,
             faults_per_kind=fault_count,
-            max_relink_window=max_relink_window,
             contention=contention,
         )
     except ValueError as error:
@@ -156,8 +158,15 @@ def simulate(
     table = DirectWrites(aws_client(settings.aws, "dynamodb"), config.table_name)
     summary: Any
     if clients == 0:
-        with progress("simulating: operations written to the table", total=config.operations) as bar:
-            summary = run_simulation(config, table, clock_from_settings(settings.clock), progress=bar.at)
+        from entitlements._workload import in_process_service  # noqa: PLC0415 (the service, only here)
+
+        with (
+            in_process_service(settings) as service,
+            progress("simulating: operations through the service", total=config.operations) as bar,
+        ):
+            summary = run_simulation(
+                config, table, clock_from_settings(settings.clock), service=service, progress=bar.at
+            )
     else:
         summary = _through_the_service(
             settings,

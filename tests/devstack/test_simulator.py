@@ -13,13 +13,14 @@ from botocore.exceptions import ClientError
 
 from devstack.direct_writes import DirectWrites, NotActiveRefused
 from devstack.planted_faults import CANARY_TOKEN_PREFIX, FaultKind, PlantedFault, plant_faults
-from devstack.simulator import Mix, SimulationConfig, SimulationSummary, run_simulation
+from devstack.simulator import Answer, Answered, Mix, SimulationConfig, SimulationSummary, run_simulation
+from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
 from pipeline.clock import Clock
 from pipeline.tables import TableDescription, create_table
 from schema.errors import RetryableError, TerminalError
 from schema.table import parse_item
-from tests.support.dynamodb import FixedClock, get_item, items_of, read_stream, unique_table_name
+from tests.support.dynamodb import FixedClock, get_item, items_of, unique_table_name
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)
 NOW_EPOCH = int(NOW.timestamp())
@@ -737,3 +738,77 @@ def test_progress_is_reported_before_each_operation_and_at_the_end(
         progress=lambda done, total: seen.append((done, total)),
     )
     assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
+# ---- through the service (EntitlementOperations) ---------------------------------------------------
+
+
+class RecordingService:
+    """An `EntitlementOperations` that answers every call DONE (or `answer`) and records it."""
+
+    def __init__(self, answer: Answer = Answer.DONE) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, str]] = []
+        self.accounts = 0
+
+    def _answered(self, name: str, user_id: str) -> Answered:
+        self.calls.append((name, user_id))
+        self.accounts += 1
+        return Answered(self.answer, f"acct-{self.accounts}")
+
+    def signup(self, user_id: str) -> Answered:
+        return self._answered("signup", user_id)
+
+    def cancel(self, user_id: str) -> Answered:
+        return self._answered("cancel", user_id)
+
+    def reactivate(self, user_id: str) -> Answered:
+        return self._answered("reactivate", user_id)
+
+    def second_signup(self, user_id: str) -> Answered:
+        return self._answered("second_signup", user_id)
+
+    def relink(self, user_id: str) -> Answered:
+        return self._answered("relink", user_id)
+
+
+def test_through_the_service_every_operation_is_a_call_of_the_service_and_none_a_table_write(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    service = RecordingService()
+    config = SimulationConfig(table_name=table.table_name, users=5, operations=40, seed=4)
+    summary = run_simulation(
+        config, DirectWrites(dynamodb, table.table_name), FixedClock(NOW), service=service
+    )
+    counted = {op: n for op, n in summary.operations.items() if n}
+    called: dict[str, int] = {}
+    for name, _ in service.calls:
+        called[name] = called.get(name, 0) + 1
+    assert (summary.mode, called, summary.writes, items_of(dynamodb, table.table_name)) == (
+        "service",
+        counted,
+        0,
+        [],
+    )
+
+
+def test_through_the_service_a_refused_user_is_left_alone() -> None:
+    service = RecordingService(Answer.CONCURRENT)
+    config = SimulationConfig(table_name="unused", users=3, operations=20, seed=5)
+    summary = run_simulation(config, DirectWrites(None, "unused"), FixedClock(NOW), service=service)  # type: ignore[arg-type]
+    assert (sorted({name for name, _ in service.calls}), summary.refused, summary.idle) == (
+        ["signup"],
+        {"signup": 3},
+        17,
+    )
+
+
+def test_through_the_service_planted_faults_are_still_direct_writes(
+    dynamodb: Any, table: TableDescription
+) -> None:
+    config = SimulationConfig(table_name=table.table_name, users=2, operations=5, seed=6, faults=True)
+    summary = run_simulation(
+        config, DirectWrites(dynamodb, table.table_name), FixedClock(NOW), service=RecordingService()
+    )
+    planted_users = {f.user_id for f in summary.planted_faults}
+    assert {i["userId"]["S"] for i in items_of(dynamodb, table.table_name)} == planted_users

@@ -45,32 +45,63 @@ def invoke(endpoint: str, table: TableDescription, *args: str, **extra: str) -> 
     return runner.invoke(app, ["simulate", *args], env=local_env(endpoint, table, **extra))
 
 
+@pytest.fixture
+def world(moto_endpoint: str, table: TableDescription, tmp_path: Path) -> Iterator[World]:
+    with local_world(endpoint=moto_endpoint, table_name=table.table_name, state_dir=tmp_path) as running:
+        yield running
+
+
+def service_env(world: World, **extra: str) -> dict[str, str]:
+    return {
+        "ENTITLEMENTS_ARRAY__BASE_URL": world.array.url,
+        "ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL": world.transactions.url,
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(world.settings.consumer.state_dir),
+        "ENTITLEMENTS_LAKE__ROOT": world.settings.lake.root,
+        **extra,
+    }
+
+
 def test_simulate_writes_the_workload_to_the_configured_table(
-    moto_endpoint: str, dynamodb: Any, table: TableDescription
+    moto_endpoint: str, dynamodb: Any, table: TableDescription, world: World
 ) -> None:
-    result = invoke(moto_endpoint, table, "--users", "3", "--operations", "10", "--seed", "1")
+    result = invoke(
+        moto_endpoint, table, "--users", "3", "--operations", "10", "--seed", "1", **service_env(world)
+    )
     assert (result.exit_code, len(items_of(dynamodb, table.table_name)) > 0) == (0, True)
 
 
-def test_simulate_prints_the_summary_as_json(moto_endpoint: str, table: TableDescription) -> None:
-    result = invoke(moto_endpoint, table, "--operations", "20", "--seed", "1")
+def test_simulate_prints_the_summary_as_json(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(moto_endpoint, table, "--operations", "20", "--seed", "1", **service_env(world))
     summary = json.loads(result.stdout)
     assert sum(summary["operations"].values()) + summary["idle"] == 20
 
 
 def test_the_printed_summary_holds_no_user_ids(
-    moto_endpoint: str, dynamodb: Any, table: TableDescription
+    moto_endpoint: str, dynamodb: Any, table: TableDescription, world: World
 ) -> None:
-    result = invoke(moto_endpoint, table, "--operations", "30", "--faults", "--seed", "2")
+    result = invoke(
+        moto_endpoint, table, "--operations", "30", "--faults", "--seed", "2", **service_env(world)
+    )
     users = {i["userId"]["S"] for i in items_of(dynamodb, table.table_name)}
     assert [u for u in users if u in result.output] == []
 
 
 def test_the_full_summary_file_is_private_and_names_the_planted_items(
-    moto_endpoint: str, table: TableDescription, tmp_path: Path
+    moto_endpoint: str, table: TableDescription, tmp_path: Path, world: World
 ) -> None:
     path = tmp_path / "out" / "summary.json"
-    invoke(moto_endpoint, table, "--operations", "5", "--faults", "--summary-json", str(path))
+    invoke(
+        moto_endpoint,
+        table,
+        "--operations",
+        "5",
+        "--faults",
+        "--summary-json",
+        str(path),
+        **service_env(world),
+    )
     written = json.loads(path.read_text())
     assert (stat.S_IMODE(path.stat().st_mode), all(f["items"] for f in written["planted_faults"])) == (
         0o600,
@@ -78,30 +109,50 @@ def test_the_full_summary_file_is_private_and_names_the_planted_items(
     )
 
 
-def test_simulate_reports_the_seed_it_chose(moto_endpoint: str, table: TableDescription) -> None:
-    result = invoke(moto_endpoint, table, "--operations", "1")
+def test_simulate_reports_the_seed_it_chose(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(moto_endpoint, table, "--operations", "1", **service_env(world))
     assert isinstance(json.loads(result.stdout)["seed"], int)
 
 
 def test_fault_count_sets_how_many_of_each_fault_are_planted(
-    moto_endpoint: str, table: TableDescription
+    moto_endpoint: str, table: TableDescription, world: World
 ) -> None:
-    result = invoke(moto_endpoint, table, "--operations", "5", "--faults", "--fault-count", "2")
+    result = invoke(
+        moto_endpoint, table, "--operations", "5", "--faults", "--fault-count", "2", **service_env(world)
+    )
     assert set(json.loads(result.stdout)["faults"].values()) == {2}
 
 
 def test_the_cleanup_ttl_days_come_from_the_policy_settings(
-    moto_endpoint: str, dynamodb: Any, table: TableDescription
+    moto_endpoint: str, dynamodb: Any, table: TableDescription, world: World
 ) -> None:
     invoke(
         moto_endpoint,
         table,
         "--users", "1", "--operations", "2", "--signup-weight", "1", "--cancel-weight", "1",
         "--reactivate-weight", "0", "--second-signup-weight", "0", "--relink-weight", "0",
-        ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS="5",
+        **service_env(world, ENTITLEMENTS_POLICY__CLEANUP_TTL_DAYS="5"),
     )  # fmt: skip
     (record,) = [i for i in items_of(dynamodb, table.table_name) if i["sk"]["S"] == "CLEANUP#CANCELLATION"]
     assert record["ttl"] == {"N": str(int(START.timestamp()) + 5 * 86400)}
+
+
+def test_without_clients_the_mix_goes_through_the_services_own_code(
+    moto_endpoint: str, table: TableDescription, world: World
+) -> None:
+    result = invoke(
+        moto_endpoint, table, "--users", "4", "--operations", "12", "--seed", "3",
+        "--cancel-weight", "0", "--reactivate-weight", "0", "--second-signup-weight", "0",
+        "--relink-weight", "0", **service_env(world),
+    )  # fmt: skip
+    summary = json.loads(result.stdout)
+    # Each signup is the service's: it asked the fake Array for the account (a direct write would not).
+    assert (summary["mode"], world.array.call_count_of("create_user")) == (
+        "service",
+        summary["operations"]["signup"],
+    )
 
 
 def test_an_all_zero_mix_is_a_usage_error(moto_endpoint: str, table: TableDescription) -> None:
@@ -121,22 +172,6 @@ def test_a_missing_table_is_one_line_naming_the_command_that_makes_it(moto_endpo
 
 
 # ---- --clients N: the workload through the service ---------------------------------------------------
-
-
-@pytest.fixture
-def world(moto_endpoint: str, table: TableDescription, tmp_path: Path) -> Iterator[World]:
-    with local_world(endpoint=moto_endpoint, table_name=table.table_name, state_dir=tmp_path) as running:
-        yield running
-
-
-def service_env(world: World, **extra: str) -> dict[str, str]:
-    return {
-        "ENTITLEMENTS_ARRAY__BASE_URL": world.array.url,
-        "ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL": world.transactions.url,
-        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(world.settings.consumer.state_dir),
-        "ENTITLEMENTS_LAKE__ROOT": world.settings.lake.root,
-        **extra,
-    }
 
 
 def test_with_clients_the_mix_goes_through_the_service_and_every_user_signs_up_first(
