@@ -51,11 +51,11 @@ import hmac
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from config import Settings
 from pipeline._files import private_dir, write_private_file
@@ -83,6 +83,8 @@ class LedgerEntry(BaseModel):
     passes: int = 0  # passes finished
     pass_one_at: datetime | None = None  # when the first pass finished (pass two is scheduled after it)
     completed_at: datetime | None = None  # when the last pass finished (the ACK follows)
+    # What each pass of this cycle removed ("1", "2"), per store (counts only: `erase_counted`).
+    removed: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     @property
     def completed(self) -> bool:
@@ -184,8 +186,12 @@ class ErasureLedger:
                 self._write(ledger_id, LedgerEntry(started_at=at))
         return ledger_id
 
-    def record_pass(self, user_id: str, pass_number: int, at: datetime) -> LedgerEntry:
-        """Note that pass `pass_number` finished; the last pass completes the entry. Idempotent."""
+    def record_pass(
+        self, user_id: str, pass_number: int, at: datetime, *, removed: Mapping[str, int] | None = None
+    ) -> LedgerEntry:
+        """Note that pass `pass_number` finished and what it `removed`; the last pass completes the entry.
+        Idempotent: a repeated pass (a redelivery) keeps, per store, the most any run of it removed (a
+        repeat finds nothing more to remove)."""
         ledger_id = self.ledger_id(user_id)
         with self._lock_for(ledger_id):
             current = self._read(ledger_id) or LedgerEntry(started_at=at)
@@ -194,8 +200,19 @@ class ErasureLedger:
             if passes >= ERASE_PASSES and completed_at is None:
                 completed_at = at
             pass_one_at = current.pass_one_at or (at if pass_number >= 1 else None)
+            counts = {number: dict(stores) for number, stores in current.removed.items()}
+            this_pass = counts.setdefault(str(pass_number), {})
+            for store, count in (removed or {}).items():
+                this_pass[store] = max(this_pass.get(store, 0), count)
+            if not this_pass:
+                del counts[str(pass_number)]
             updated = current.model_copy(
-                update={"passes": passes, "completed_at": completed_at, "pass_one_at": pass_one_at}
+                update={
+                    "passes": passes,
+                    "completed_at": completed_at,
+                    "pass_one_at": pass_one_at,
+                    "removed": counts,
+                }
             )
             if updated != current or not self._path(ledger_id).exists():
                 self._write(ledger_id, updated)

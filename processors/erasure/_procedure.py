@@ -107,6 +107,15 @@ class AccountErasure:
 
     def erase(self, user_ids: Sequence[str], deadline: Deadline) -> dict[str, EntitlementsError | None]:
         """One pass over `user_ids`: each maps to None (erased everywhere) or the error that stopped it."""
+        return self.erase_counted(user_ids, deadline)[0]
+
+    def erase_counted(
+        self, user_ids: Sequence[str], deadline: Deadline
+    ) -> tuple[dict[str, EntitlementsError | None], dict[str, dict[str, int]]]:
+        """`erase`, and what the pass removed for each account erased everywhere (for its receipt):
+        `array/accounts` and `table/...` counted for that account alone; `lake/rows_in_batch` and
+        `consumer_stores/records_in_batch` for the whole batch (one purge and one consumer-store rewrite
+        serve every account of it), with `batch_accounts`, how many accounts shared them."""
         accounts = list(dict.fromkeys(user_ids))
         counts = EraseCounts()
 
@@ -117,11 +126,18 @@ class AccountErasure:
                 return error
 
         results: dict[str, EntitlementsError | None] = {}
+        removed: dict[str, dict[str, int]] = {}
         for user_id, outcome in zip(accounts, self._parallel.map(table_side, accounts), strict=True):
             if isinstance(outcome, EntitlementsError):
                 results[user_id] = outcome
                 continue
             results[user_id] = None
+            removed[user_id] = {
+                "array/accounts": outcome.array_accounts,
+                "table/cleanup_records": outcome.cleanup_records,
+                "table/entitlement_rows": outcome.entitlement_rows,
+                "table/other_items": outcome.other_items,
+            }
             counts.array_accounts += outcome.array_accounts
             counts.cleanup_records += outcome.cleanup_records
             counts.entitlement_rows += outcome.entitlement_rows
@@ -133,6 +149,15 @@ class AccountErasure:
                 self._erase_copies(ready, deadline, counts)
             except EntitlementsError as error:
                 results.update(dict.fromkeys(ready, error))
+        done = [user_id for user_id, error in results.items() if error is None]
+        for user_id in done:
+            removed[user_id].update(
+                {
+                    "batch_accounts": len(done),
+                    "lake/rows_in_batch": counts.lake_rows,
+                    "consumer_stores/records_in_batch": counts.consumer_copies,
+                }
+            )
         failed = sum(1 for error in results.values() if error is not None)
         logger.info(
             "erasure pass",
@@ -147,7 +172,7 @@ class AccountErasure:
                 "consumer_copies": counts.consumer_copies,
             },
         )
-        return results
+        return results, {user_id: removed[user_id] for user_id in done}
 
     def _erase_table_side(self, user_id: str, deadline: Deadline) -> EraseCounts:
         """Steps 1 to 4 for one account, in order."""

@@ -1,7 +1,8 @@
-"""An erasure's receipt: after its last pass, a verifier scans every store the erasure cleared and
-records what it found, per store, with the erasure's times. The receipt holds no personal data (store
-names, counts, times and the ledger id), so it is kept in the ledger (`ErasureLedger.record_receipt`)
-and in the lake (the `erasure.completed` outcome's `detail`), both written before the ACK goes out.
+"""An erasure's receipt: what each pass removed, per store, and, after its last pass, what a verifier
+scanning every store the erasure cleared found there, with the erasure's times. The receipt holds no
+personal data (store names, counts, times and the ledger id), so it is kept in the ledger
+(`ErasureLedger.record_receipt`) and in the lake (the `erasure.completed` outcome's `detail`), both
+written before the ACK goes out.
 
 A receipt is clean when every store reads 0 traces. One that is not (a trace found, or a store that
 could not be read) stops the ACK: the message is left for redelivery, and the figure
@@ -52,7 +53,11 @@ class ErasureReceipt(BaseModel):
     pass_one_at: datetime | None  # the first pass finished
     erased_at: datetime  # the last pass finished its removals
     verified_at: datetime  # the verifier's scan finished
-    stores: tuple[StoreScan, ...]
+    # What each pass removed ("1", "2"), per store: `array/accounts` and `table/...` for this account
+    # alone, `lake/rows_in_batch` and `consumer_stores/records_in_batch` for the pass's whole batch
+    # (`batch_accounts` accounts shared one purge and one rewrite).
+    removed: dict[str, dict[str, int]]
+    stores: tuple[StoreScan, ...]  # the verifier's scan, per store
 
     @property
     def clean(self) -> bool:

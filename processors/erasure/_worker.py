@@ -431,7 +431,7 @@ class ErasureWorker:
         if not jobs:
             return
         user_ids = [_account(job) for job in jobs]
-        results = self._erasure.erase(user_ids, batch.deadline)
+        results, removed = self._erasure.erase_counted(user_ids, batch.deadline)
         firsts: list[_Job] = []
         finals: list[_Job] = []
         for job in jobs:
@@ -443,12 +443,12 @@ class ErasureWorker:
             else:
                 finals.append(job)
         if firsts:
-            firsts = self._pass_one_recorded(firsts, batch)
+            firsts = self._pass_one_recorded(firsts, batch, removed)
         if firsts:
             self._enqueue_pass_two(firsts, batch)
         if finals:
             try:
-                withheld = self._complete(finals, batch.deadline)
+                withheld = self._complete(finals, batch.deadline, removed)
             except EntitlementsError as error:
                 for job in finals:
                     self._failed(job, error, batch.report)
@@ -519,7 +519,9 @@ class ErasureWorker:
                 self._failed(job, failure, batch.report)
         return ready
 
-    def _pass_one_recorded(self, jobs: list[_Job], batch: _Batch) -> list[_Job]:
+    def _pass_one_recorded(
+        self, jobs: list[_Job], batch: _Batch, removed: Mapping[str, Mapping[str, int]]
+    ) -> list[_Job]:
         """Record each first pass in the ledger (what a second pass is recognised by) before its delayed
         copy is sent; a job whose record fails is left for redelivery."""
         ledger = self._erasure.targets.ledger
@@ -530,7 +532,7 @@ class ErasureWorker:
             try:
                 self._calls.call(
                     "ledger",
-                    lambda: ledger.record_pass(user_id, 1, now),
+                    lambda: ledger.record_pass(user_id, 1, now, removed=removed.get(user_id)),
                     batch.deadline,
                     self._timings.batch_timeout_seconds,
                 )
@@ -637,7 +639,9 @@ class ErasureWorker:
                 if counter == "expired":
                     logger.info("expired erasure request consumed", extra={"type": job.request.type})
 
-    def _complete(self, finals: list[_Job], deadline: Deadline) -> dict[str, EntitlementsError]:
+    def _complete(
+        self, finals: list[_Job], deadline: Deadline, removed: Mapping[str, Mapping[str, int]]
+    ) -> dict[str, EntitlementsError]:
         """Second passes done: verify each account (`verify_erasure`: every store scanned for a trace)
         and keep its receipt in the ledger; then, for the accounts whose receipt is clean, complete their
         ledger entries, unmask them in the lake (one write for the batch) and land `erasure.completed`
@@ -657,8 +661,11 @@ class ErasureWorker:
             try:
                 scans = verify_erasure(self._erasure, self._table, user_id, deadline)
                 entry = self._calls.call("ledger", lambda: ledger.entry(user_id), deadline, batch)
+                passes = {number: dict(stores) for number, stores in entry.removed.items()} if entry else {}
+                passes[str(ERASE_PASSES)] = dict(removed.get(user_id, {}))
                 receipt = ErasureReceipt(
                     ledger_id=ledger.ledger_id(user_id),
+                    removed=passes,
                     started_at=entry.started_at if entry is not None else erased_at,
                     pass_one_at=entry.pass_one_at if entry is not None else None,
                     erased_at=erased_at,
@@ -696,7 +703,9 @@ class ErasureWorker:
             try:
                 return self._calls.call(
                     "ledger",
-                    lambda: ledger.record_pass(user_id, ERASE_PASSES, receipts[user_id].verified_at),
+                    lambda: ledger.record_pass(
+                        user_id, ERASE_PASSES, receipts[user_id].verified_at, removed=removed.get(user_id)
+                    ),
                     deadline,
                     batch,
                 )

@@ -57,6 +57,14 @@ def test_a_clean_receipt_is_in_the_ledger_and_the_lake_before_the_ack(
     assert any(scan["store"].startswith("lake/") for scan in kept["stores"])
     assert all(scan["traces"] == 0 for scan in kept["stores"])
     assert kept["started_at"] <= kept["pass_one_at"] <= kept["erased_at"] <= kept["verified_at"]
+    first, second = kept["removed"]["1"], kept["removed"]["2"]
+    assert (first["table/entitlement_rows"], first["table/cleanup_records"], first["array/accounts"]) == (
+        3,
+        2,
+        3,
+    )
+    assert first["lake/rows_in_batch"] > 0 and first["batch_accounts"] == 1
+    assert (second["table/entitlement_rows"], second["table/cleanup_records"]) == (0, 0)  # pass one took all
     con = connect(lake)
     try:
         rows = con.execute("SELECT user_id, detail FROM outcomes WHERE kind = 'erasure.completed'").fetchall()
