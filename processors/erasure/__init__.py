@@ -5,7 +5,8 @@ checks expiry, dispatches through one capability table and answers through `Eras
 
 - ERASE by ACCOUNT (the key is the table's user id): two passes over the Array accounts the user's rows
   name, the cleanup records, the entitlement rows, the lake (mask, then purge), and the consumer's
-  quarantine and parked work, remembered in a ledger keyed by HMAC-SHA256 of the user id; then ACK DONE.
+  quarantine and parked work, remembered in a ledger keyed by HMAC-SHA256 of the user id; then a
+  verifier's receipt (every store scanned, kept in the ledger and the lake) and, when it is clean, ACK DONE.
 - CHECK and CLASSIFY by ACCOUNT: HOLDS_DATA / HOLDS_NONE from the table, the lake and the consumer's
   copies; CANNOT_ANSWER when a part cannot be read.
 - every ADDRESS pair and REFILE: NOT_APPLICABLE at once, counted in the ErasureNotApplicable metric (the
@@ -16,7 +17,8 @@ checks expiry, dispatches through one capability table and answers through `Eras
                            targets=ErasureTargets(...), clock=clock)
     worker.run(stop)
 
-The lake's landing drops an erased account's events with `erased_filter(ledger)`.
+The lake's landing drops an erased account's data with `erased_filter(ledger)` (by the event's time: a
+user who signs up again after the erasure completed is new data).
 """
 
 from processors.erasure._config import checked_timings

@@ -20,8 +20,11 @@ derived from the ledger key: the contract forbids extra body fields, and no publ
 token), then deletes the original. A message is a second pass only when its token verifies for its body
 and the ledger shows pass one finished (`ErasureLedger.is_pass_two`); anything else, whatever attribute
 a publisher set (`ErasurePass = 2` included), is a first pass. The second pass repeats the whole erasure
-(catching what landed in between), completes the ledger entry, unmasks the account in the lake, records
-an `erasure.completed` outcome and sends the ACK (DONE, echoing sendNo). Any message that fails is left
+(catching what landed in between) and verifies it (`_receipt.verify_erasure`: every store scanned, the
+receipt kept in the ledger); only a clean receipt completes the ledger entry, unmasks the account in the
+lake, lands an `erasure.completed` outcome carrying the receipt (flushed) and sends the ACK (DONE,
+echoing sendNo). A receipt with a trace sends nothing: the message is left for redelivery and counted in
+`entitlements_erasure_traces_found`. Any message that fails is left
 for redelivery; every step is idempotent. A state file that cannot be read or written (a full disk, a
 read-only state directory) fails its step like any other, as a retryable `ErasureStateError` converted
 where the files are touched, so the worker keeps running.
