@@ -37,7 +37,15 @@ from pipeline.events import (
     UnknownItemChanged,
 )
 from schema.errors import TerminalError
-from schema.table import CleanupKind, CleanupRecord, EntitlementRow, ItemKind, UnknownItem
+from schema.table import (
+    CleanupKind,
+    CleanupRecord,
+    EntitlementRow,
+    GuardItem,
+    IdempotencyRecord,
+    ItemKind,
+    UnknownItem,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-11-30T10:00:00.000"
@@ -230,6 +238,46 @@ def test_an_unknown_sort_key_is_unknown_item_changed() -> None:
     assert isinstance(event.new_item, UnknownItem)
     assert event.new_item.extra == {"displayName": "A. User", "flags": frozenset({"beta", "early"})}
     assert event.user_id == USER
+
+
+def test_the_users_guard_changing_is_a_change_of_its_own_kind_with_typed_images() -> None:
+    record = adapter_record("stale_expired_by_ttl")
+    record.pop("userIdentity")
+    keys = {"pk": {"S": f"USER#{USER}"}, "sk": {"S": "#GUARD"}}
+    image = {**keys, "userId": {"S": USER}, "updatedAt": {"S": "2026-12-01T09:00:00.000Z"}}
+    record["eventName"] = "MODIFY"
+    record["dynamodb"].update(
+        Keys=keys, OldImage={**image, "version": {"N": "3"}}, NewImage={**image, "version": {"N": "4"}}
+    )
+
+    event = decode(record)
+
+    assert isinstance(event, UnknownItemChanged)  # no entitlement or cleanup meaning: nothing acts on it
+    assert event.item_kind is ItemKind.GUARD
+    assert isinstance(event.new_item, GuardItem)
+    assert (event.new_item.version, event.user_id) == (4, USER)
+
+
+def test_an_idempotency_record_expired_by_ttl_is_not_a_cleanup_expiry() -> None:
+    record = adapter_record("stale_expired_by_ttl")
+    keys = {"pk": {"S": f"USER#{USER}"}, "sk": {"S": "IDEMPOTENCY#d1"}}
+    record["dynamodb"].update(
+        Keys=keys,
+        OldImage={
+            **keys,
+            "userId": {"S": USER},
+            "requestDigest": {"S": "r"},
+            "responseStatus": {"N": "201"},
+            "responseBody": {"S": "{}"},
+            "ttl": {"N": "1800000000"},
+        },
+    )
+
+    event = decode(record)
+
+    assert isinstance(event, UnknownItemChanged)
+    assert (event.item_kind, event.ttl_deletion) == (ItemKind.IDEMPOTENCY, True)
+    assert isinstance(event.old_item, IdempotencyRecord)
 
 
 # -- what every event carries ---------------------------------------------------------------------------
