@@ -153,3 +153,13 @@ def test_an_erasure_of_user_1_who_holds_nothing_removes_no_other_users_record(
     assert (erased.quarantined_removed, erased.dead_letters_removed) == (0, 0)
     assert len(list(Quarantine(root / "quarantine"))) == len(others)
     assert len(list(DeadLetters(root / "dead-letter"))) == len(others)
+
+
+def test_the_verifiers_scan_names_each_store_still_holding_a_record_of_the_user(
+    root: Path, stores: ConsumerStores
+) -> None:
+    _dead_letter(root, record(GONE), "1")
+    _quarantine(root, record(KEPT), "2")
+    assert stores.scan(GONE) == {"quarantine": 0, "dead_letters": 1, "parked": 0, "leftover_files": 0}
+    stores.erase([GONE])
+    assert stores.scan(GONE) == {"quarantine": 0, "dead_letters": 0, "parked": 0, "leftover_files": 0}
