@@ -158,11 +158,12 @@ class EntitlementService:
     def cancel(self, user_id: str) -> str:
         """Cancel the user's Active row; returns the account the cancellation record names.
 
-        The user's cancellation record may name another account already: a second signup whose retire
-        was refused kept its new row beside the record of the row a cancellation had just cancelled.
-        That account is then scheduled on its stale key in the same transaction (the record's put
-        requires the record to still name it), so a cancellation never takes away an account's cleanup
-        schedule. A record that changed between the read and the write is read again."""
+        The user's cancellation record may name another account already: the earlier, unguarded
+        service's second signup whose retire was refused kept its new row beside the record of the row a
+        cancellation had just cancelled. That account is then scheduled on its stale key in the same
+        transaction (the record's put requires the record to still name it), so a cancellation never
+        takes away an account's cleanup schedule. A transaction refused (the guard moved: another write
+        for the user came first) is read again and decided afresh."""
         for _ in range(_CANCEL_READS):
             items = self._table.user_items(user_id)
             account = _active_account(items, "to cancel")
