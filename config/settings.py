@@ -39,9 +39,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import pydantic_settings
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schema.errors import TerminalError
@@ -65,6 +67,34 @@ class AwsSettings(BaseModel):
     secret_access_key: SecretStr | None = None
     # Attempts per AWS call (botocore's standard retry mode) where a part does not set its own.
     max_attempts: int = Field(default=5, ge=1, le=20)
+
+    @field_validator(
+        "endpoint_url",
+        "dynamodb_endpoint",
+        "streams_endpoint",
+        "cloudwatch_endpoint",
+        "sqs_endpoint",
+        "sns_endpoint",
+        "s3_endpoint",
+    )
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        """botocore takes any text and fails later as an unexpected ValueError; the rule named here, and
+        never the value (an endpoint can hold credentials)."""
+        if url is None:
+            return None
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (raises on a port that is not a number or out of range)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PydanticCustomError(
+                "http_url",
+                "must be an http:// or https:// URL with a host (and a port of 1 to 65535), e.g. "
+                "http://127.0.0.1:5000",
+            )
+        return url
 
     def endpoint(self, service: str) -> str | None:
         specific: str | None = getattr(self, f"{service}_endpoint", None)
@@ -144,6 +174,16 @@ class ConsumerSettings(BaseModel):
     kcl_log_level: Literal["DEBUG", "INFO", "WARN", "ERROR"] = "INFO"
     kcl_log_max_bytes: int = Field(default=10 * 1024 * 1024, ge=4096)
     kcl_log_backups: int = Field(default=5, ge=1, le=20)
+
+    @field_validator("state_dir")
+    @classmethod
+    def _a_folder(cls, path: Path) -> Path:
+        """Every store is a folder under it: a file there would fail later as "File exists"."""
+        if path.exists() and not path.is_dir():
+            raise PydanticCustomError(
+                "not_a_folder", "names a file, not a folder: name a folder (it is made if missing)"
+            )
+        return path
 
     @field_validator("launcher_jar")
     @classmethod

@@ -13,6 +13,7 @@ __all__ = ["COMMANDS", "CommandEntry", "app", "describe_error", "main"]
 import importlib
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -185,8 +186,8 @@ class _LazyGroup(TyperGroup):
             typer.echo("entitlements: aborted", err=True)
             sys.exit(1)
         except Exception as error:
-            if _RUN.debug:
-                raise
+            if _RUN.debug:  # the traceback added, the line and the exit status as without --debug
+                traceback.print_exc(file=sys.stderr)
             typer.echo(f"entitlements: {describe_error(error)}", err=True)
             sys.exit(EXIT_REFUSED)
         finally:

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from config import Settings
-from entitlements._clients import aws_client
+from entitlements._clients import SETUP_BOUNDS, aws_client
 from entitlements.commands._stores import Stores
 from processors.cleanup import queue_counts
 from schema.aws_errors import aws_error_code
@@ -53,13 +53,7 @@ def _shard(path: Path, now: datetime) -> dict[str, Any]:
 
 def _retry_queue(settings: Settings, name: str, now: datetime) -> dict[str, Any]:
     endpoint = settings.aws.endpoint("sqs") or f"SQS in {settings.aws.region}"
-    sqs = aws_client(
-        settings.aws,
-        "sqs",
-        connect_timeout=2,
-        read_timeout=5,
-        retries={"mode": "standard", "max_attempts": 2},
-    )
+    sqs = aws_client(settings.aws, "sqs", **SETUP_BOUNDS)
     try:
         counts = queue_counts(sqs, sqs.get_queue_url(QueueName=name)["QueueUrl"])
     except ClientError as error:

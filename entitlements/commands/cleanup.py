@@ -41,9 +41,11 @@ def cleanup() -> None:
 def setup(queue_name: QueueOption = DEFAULT_QUEUE) -> None:
     """Create (or bring up to date) the retry queue and its dead-letter queue; print their URLs."""
     from entitlements import compose  # noqa: PLC0415
+    from entitlements._clients import bounded_calls  # noqa: PLC0415
 
     configure_logging()
-    queues = compose.setup_retry_queues(load_settings(), queue_name)
+    with bounded_calls():  # a silent endpoint: one line within seconds, not minutes of retries
+        queues = compose.setup_retry_queues(load_settings(), queue_name)
     typer.echo(f"retry queue: {queues.queue_url}")
     typer.echo(f"dead-letter queue: {queues.dlq_url}")
 

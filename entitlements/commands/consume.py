@@ -35,12 +35,14 @@ def consume(
 ) -> None:
     """Run the KCL consumer of the table's stream until SIGTERM or Ctrl-C (then checkpoint and stop)."""
     from entitlements import compose  # noqa: PLC0415 (kept off `--help`)
+    from entitlements._clients import bounded_calls  # noqa: PLC0415
     from pipeline.daemon import DaemonSpec, stable_worker_id  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()
     compose.launcher(settings)  # the JVM and the jar, checked before any lease is taken
-    arn = stream_arn or settings.consumer.stream_arn or compose.table_stream_arn(settings)
+    with bounded_calls():  # the table looked up: a silent endpoint is one line within seconds
+        arn = stream_arn or settings.consumer.stream_arn or compose.table_stream_arn(settings)
     # Stable across restarts: a restarted worker takes its own lease back at once (its lease names it).
     worker = (
         worker_id
@@ -53,13 +55,29 @@ def consume(
     # The children's log lines join this command's own on stderr; KCL's stay in their file.
     spec = dataclasses.replace(spec, children_log_path=None)
     stop = threading.Event()
+    stopped_by: list[str] = []
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopped_by.append(signal.Signals(signum).name)
         stop.set()
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    _supervise_with_metrics(settings, spec, worker, stop)
+    code = _supervise_with_metrics(settings, spec, worker, stop)
+    typer.echo(stopped_line(stopped_by[0] if stopped_by else None, code), err=True)
+
+
+def stopped_line(signal_name: str | None, code: int | None) -> str:
+    """What `consume` says as it ends, so that a stop is never read as a crash (or a crash as a stop)."""
+    why = f"on {signal_name}" if signal_name else "on request"
+    if code is None or code == 0:
+        return f"consume: stopped {why}; the KCL daemon checkpointed what it had flushed and exited"
+    if code < 0:
+        return (
+            f"consume: stopped {why}; the KCL daemon did not exit in time and was killed "
+            f"({signal.Signals(-code).name}): records after its last checkpoint are delivered again"
+        )
+    return f"consume: stopped {why}; the KCL daemon exited with status {code}"
 
 
 class _CountedDaemon:
@@ -70,6 +88,7 @@ class _CountedDaemon:
 
         self._daemon = KclDaemon(spec)
         self.starts = 0
+        self.stopped_with: int | None = None  # the last stop's exit status
 
     @property
     def running(self) -> bool:
@@ -83,16 +102,19 @@ class _CountedDaemon:
         return self._daemon.wait(timeout)
 
     def stop(self, timeout: float = 60.0) -> int | None:
-        return self._daemon.stop(timeout)
+        self.stopped_with = self._daemon.stop(timeout)
+        return self.stopped_with
 
     def delivered(self) -> bool:
         return self._daemon.delivered()
 
 
-def _supervise_with_metrics(settings: Settings, spec: DaemonSpec, worker: str, stop: threading.Event) -> None:
+def _supervise_with_metrics(
+    settings: Settings, spec: DaemonSpec, worker: str, stop: threading.Event
+) -> int | None:
     """Supervise the daemon while holding the state folder (`consumer-status` sees it running), serving
     the children's figures on `metrics.consume_port` when set (their multiprocess folder is
-    `<state>/metrics`)."""
+    `<state>/metrics`). Returns the daemon's exit status when it was stopped."""
     import telemetry  # noqa: PLC0415 (kept off --help)
 
     metrics, state_dir = settings.metrics, settings.consumer.state_dir
@@ -121,6 +143,7 @@ def _supervise_with_metrics(settings: Settings, spec: DaemonSpec, worker: str, s
         from pipeline.daemon import supervise  # noqa: PLC0415
 
         supervise(daemon, stop)
+        return daemon.stopped_with
     finally:
         if endpoint is not None:
             endpoint.close()

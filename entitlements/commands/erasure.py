@@ -125,8 +125,11 @@ def setup() -> None:
 
     configure_logging()
     settings, erasure = _settings("setup")
+    from entitlements._clients import bounded_calls  # noqa: PLC0415
+
     try:
-        channel = compose.setup_erasure_channel(settings, erasure)
+        with bounded_calls():  # a silent endpoint: one line within seconds, not minutes of retries
+            channel = compose.setup_erasure_channel(settings, erasure)
     except ErasureConfigError as refused:
         typer.echo(f"entitlements: erasure setup: refused: {refused}", err=True)
         raise typer.Exit(code=2) from None

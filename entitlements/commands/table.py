@@ -16,14 +16,15 @@ def create(
     """Make the table (or bring an existing one to the contract) on the configured endpoint."""
     # Imported here, not at the top: `--help` never pays for them.
     from config import load_settings  # noqa: PLC0415
-    from entitlements._clients import aws_client  # noqa: PLC0415
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
     from entitlements._logging import configure_logging  # noqa: PLC0415
     from pipeline.tables import create_table  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()
     name = table_name or settings.consumer.table_name
-    table = create_table(aws_client(settings.aws, "dynamodb"), name)
+    with bounded_calls():  # a silent endpoint: one line within seconds, not minutes of retries
+        table = create_table(aws_client(settings.aws, "dynamodb"), name)
     state = "created" if table.created else "already existed"
     typer.echo(f"table {table.table_name} {state}")
     typer.echo(f"table arn:  {table.table_arn}")

@@ -126,3 +126,42 @@ def test_a_relative_launcher_jar_setting_is_taken_from_the_folder_the_command_ru
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ENTITLEMENTS_CONSUMER__LAUNCHER_JAR", "build/launcher.jar")
     assert load_settings().consumer.launcher_jar == tmp_path / "build" / "launcher.jar"
+
+
+@pytest.mark.parametrize("url", ["not-a-url", f"ftp://{CANARY}", f"http://{CANARY}:99999", "http://:5000"])
+def test_an_aws_endpoint_that_is_not_an_http_url_is_refused_by_rule_never_by_value(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_AWS__ENDPOINT_URL=url)
+    assert error.problems == (
+        "ENTITLEMENTS_AWS__ENDPOINT_URL: http_url: must be an http:// or https:// URL with a host (and a "
+        "port of 1 to 65535), e.g. http://127.0.0.1:5000",
+    )
+    assert CANARY not in _everything_it_shows(error)
+
+
+def test_a_service_endpoint_is_held_to_the_same_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refused(monkeypatch, ENTITLEMENTS_AWS__S3_ENDPOINT="127.0.0.1:9000")
+    assert error.problems[0].startswith("ENTITLEMENTS_AWS__S3_ENDPOINT: http_url: ")
+
+
+def test_an_http_or_https_endpoint_is_taken_as_given() -> None:
+    aws = load_settings(environ={}, aws={"endpoint_url": "https://127.0.0.1:4566/"}).aws
+    assert aws.endpoint_url == "https://127.0.0.1:4566/"
+
+
+def test_a_state_dir_naming_a_file_is_refused_as_a_file_not_a_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("kept")
+    error = _refused(monkeypatch, ENTITLEMENTS_CONSUMER__STATE_DIR=str(tmp_path / "a-file"))
+    assert error.problems == (
+        "ENTITLEMENTS_CONSUMER__STATE_DIR: not_a_folder: names a file, not a folder: name a folder (it is "
+        "made if missing)",
+    )
+    assert (tmp_path / "a-file").read_text() == "kept"
+
+
+def test_a_state_dir_that_does_not_exist_yet_is_taken(tmp_path: Path) -> None:
+    settings = load_settings(environ={}, consumer={"state_dir": tmp_path / "new"})
+    assert settings.consumer.state_dir == tmp_path / "new" and not (tmp_path / "new").exists()

@@ -175,6 +175,27 @@ def test_a_settings_section_that_is_not_json_names_the_section(world: World, com
     assert CANARY not in line
 
 
+# The demo makes its own local stack and state folder: neither setting reaches it.
+USES_THE_SETTINGS = [name for name in COMMANDS if name != "demo"]
+
+
+@pytest.mark.parametrize("command", USES_THE_SETTINGS)
+def test_an_aws_endpoint_that_is_not_a_url_is_named_by_its_variable_and_rule(
+    world: World, command: str
+) -> None:
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_AWS__ENDPOINT_URL=f"{CANARY}"))
+    assert "ENTITLEMENTS_AWS__ENDPOINT_URL: http_url: must be an http:// or https:// URL" in line
+    assert CANARY not in line and "unexpected" not in line
+
+
+@pytest.mark.parametrize("command", USES_THE_SETTINGS)
+def test_a_state_dir_naming_a_file_is_named_as_a_file_not_a_folder(world: World, command: str) -> None:
+    state = _a_file(world)
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_CONSUMER__STATE_DIR=str(state)))
+    assert "ENTITLEMENTS_CONSUMER__STATE_DIR: not_a_folder: names a file, not a folder" in line
+    assert "File exists" not in line and state.read_text() == "not a folder"
+
+
 # -- unreachable endpoints ---------------------------------------------------------------------------
 
 DEAD_AWS = [
@@ -206,6 +227,28 @@ def test_an_unreachable_aws_endpoint_is_named_by_its_address(world: World) -> No
         f"http://127.0.0.1:{world.closed}: start it (`entitlements local up` for the local stack) or fix "
         "ENTITLEMENTS_AWS__ENDPOINT_URL"
     )
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback port that accepts connections (the kernel's backlog, at most 16) and never answers;
+    closed with the test."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        yield int(silent.getsockname()[1])
+
+
+# botocore's defaults (60 s reads, every attempt retried) would take over six minutes here: the timeout
+# fails the test instead, with room for any load.
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("command", ["table create", "erasure setup", "cleanup setup"])
+def test_a_setup_command_against_an_endpoint_that_never_answers_is_one_line(
+    world: World, silent_port: int, command: str
+) -> None:
+    silent = {"ENTITLEMENTS_AWS__ENDPOINT_URL": f"http://127.0.0.1:{silent_port}"}
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_AWS__MAX_ATTEMPTS="5", **silent))
+    assert f"cannot reach AWS at http://127.0.0.1:{silent_port}" in line or "ReadTimeoutError" in line
 
 
 def _parked(world: World) -> None:
@@ -440,8 +483,13 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(world: World)
 
 def test_debug_shows_the_traceback(world: World) -> None:
     result = world.run(["--debug", *COMMANDS["table create"]], **world.dead_aws())
-    assert result.exit_code != 0
-    assert type(result.exception).__name__ == "AwsRetryableError"
+    assert "Traceback" in result.stderr and "AwsRetryableError" in result.stderr
+
+
+def test_debug_adds_the_traceback_and_changes_neither_the_line_nor_the_exit_status(world: World) -> None:
+    plain = world.run(COMMANDS["table create"], **world.dead_aws())
+    debug = world.run(["--debug", *COMMANDS["table create"]], **world.dead_aws())
+    assert (debug.exit_code, debug.stderr.splitlines()[-1]) == (plain.exit_code, refused_on_one_line(plain))
 
 
 # -- silent successes: what would do nothing and exit 0 is one line and a non-zero exit ---------------

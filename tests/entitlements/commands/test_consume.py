@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -155,3 +156,43 @@ def test_replaying_a_parked_cleanup_batch_deletes_the_accounts_and_lands_their_o
             [OutcomeKind.CLEANUP_DELETED.value],
         ).fetchall()
     assert [account for (account,) in deleted] == accounts
+
+
+# -- consume's last line ------------------------------------------------------------------------------
+
+
+def test_consume_says_it_stopped_and_on_which_signal_when_it_stops(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from entitlements.commands import consume as command  # noqa: PLC0415
+
+    handlers: dict[int, object] = {}
+    monkeypatch.setattr(command.signal, "signal", lambda signum, handler: handlers.update({signum: handler}))
+    monkeypatch.setattr(compose, "launcher", lambda settings: None)
+
+    def supervised(settings: object, spec: object, worker: str, stop: object) -> int:
+        handlers[signal.SIGTERM](signal.SIGTERM, None)  # type: ignore[operator]
+        return 0
+
+    monkeypatch.setattr(command, "_supervise_with_metrics", supervised)
+    env = {"ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"), "ENTITLEMENTS_AWS__REGION": REGION}
+    result = runner.invoke(app, ["consume", "--stream-arn", STREAM, "--worker-id", "w1"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "consume: stopped on SIGTERM; the KCL daemon checkpointed what it had flushed and exited"
+    )
+
+
+def test_the_stopped_line_says_when_the_daemon_had_to_be_killed() -> None:
+    from entitlements.commands.consume import stopped_line  # noqa: PLC0415
+
+    assert stopped_line("SIGINT", -9) == (
+        "consume: stopped on SIGINT; the KCL daemon did not exit in time and was killed (SIGKILL): "
+        "records after its last checkpoint are delivered again"
+    )
+
+
+def test_the_stopped_line_gives_a_failed_daemons_exit_status() -> None:
+    from entitlements.commands.consume import stopped_line  # noqa: PLC0415
+
+    assert stopped_line("SIGTERM", 1) == "consume: stopped on SIGTERM; the KCL daemon exited with status 1"
