@@ -1,6 +1,7 @@
 """Many landing processes append to one lake at once (a KCL worker per shard, on several hosts): every
 commit lands, no row is lost and none is doubled, on a local lake and on moto's S3 (conditional PUTs);
-first writers creating the lake's tables at one instant make one table each."""
+first writers creating the lake's tables at one instant make one table each; writers land through
+erasures whose clean-up deletes the log they read."""
 
 from __future__ import annotations
 
@@ -14,21 +15,22 @@ from pathlib import Path
 import boto3
 import pytest
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, open_lake
+from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, open_lake, purge_users
 from analytics.lake._delta import open_table
 from analytics.lake._files import TABLES
 from analytics.views import connect
 from devstack.moto_process import moto_process
 from tests.analytics.lake.concurrent_writer import RACE_TABLES, SHARDS, history, lake_at
 from tests.analytics.lake.delta_files import table_ids
+from tests.analytics.lakesim import TableSim
 
 REPO = Path(__file__).resolve().parents[3]
 WRITERS = len(SHARDS)
 
 
-def _run_writers(root: str, endpoint: str | None = None) -> list[int]:
+def _start_writers(root: str, endpoint: str | None = None) -> list[subprocess.Popen[bytes]]:
     extra = [endpoint] if endpoint else []
-    processes = [
+    return [
         subprocess.Popen(
             [sys.executable, "-m", "tests.analytics.lake.concurrent_writer", root, str(index), *extra],
             cwd=REPO,
@@ -36,7 +38,47 @@ def _run_writers(root: str, endpoint: str | None = None) -> list[int]:
         )
         for index in range(WRITERS)
     ]
-    return [process.wait(timeout=600) for process in processes]
+
+
+def _run_writers(root: str, endpoint: str | None = None) -> list[int]:
+    return [process.wait(timeout=600) for process in _start_writers(root, endpoint)]
+
+
+def _land_erased_users(lake: Lake) -> list[str]:
+    """Users the writers' history does not hold, landed before them: the erasures' work."""
+    erased = [f"erased-{n}" for n in range(3)]
+    sim = TableSim(shards=("shardId-00000009-zzzz",), seed=3)
+    for user in erased:
+        sim.signup(user, f"{user}-acct")
+    handler = LakeHandler(lake)
+    for event in sim.events:
+        handler.add(event)
+    handler.flush()
+    return erased
+
+
+def _erase_while_writing(lake: Lake, root: str, endpoint: str | None = None) -> list[int]:
+    """Writer processes landing while this process purges: the erased users, then ids that hold
+    nothing (each purge's clean-up deletes the log the writers read) until every writer has exited."""
+    erased = _land_erased_users(lake)
+    writers = _start_writers(root, endpoint)
+    ids = iter([*erased, *(f"nobody-{n}" for n in range(10_000))])
+    overlapped = 0
+    while any(process.poll() is None for process in writers):
+        purge_users(lake, [next(ids)])
+        overlapped += any(process.poll() is None for process in writers)
+    purge_users(lake, erased)  # whichever the writers outran
+    assert overlapped > 0  # a purge's clean-up ran while writers were landing
+    return [process.wait(timeout=600) for process in writers]
+
+
+def _rows_check(lake: Lake) -> None:
+    """Every row the writers landed, once (a purge's clean-up leaves no log of their commits to count)."""
+    sim = history()
+    con = connect(lake)
+    assert con.execute("SELECT count(*) FROM raw_changes").fetchall() == [(len(sim.events),)]
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(sim.events),)]
+    assert con.execute("SELECT count(*) FROM outcomes").fetchall() == [(len(sim.outcomes),)]
 
 
 def _run_creators(root: str, go: Path, endpoint: str | None = None) -> list[int]:
@@ -76,6 +118,12 @@ def _check(lake: Lake) -> None:
         assert len(writes) == len({h["version"] for h in writes}) >= WRITERS
 
 
+def test_writer_processes_land_through_erasures_cleaning_a_local_lakes_log(tmp_path: Path) -> None:
+    root = str(tmp_path / "lake")
+    assert _erase_while_writing(open_lake(root), root) == [0] * WRITERS
+    _rows_check(open_lake(root))
+
+
 def test_writer_processes_append_to_a_local_lake_at_once(tmp_path: Path) -> None:
     root = str(tmp_path / "lake")
     open_lake(root)
@@ -113,6 +161,12 @@ def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
     root = _bucket(moto_s3)
     assert _run_writers(root, moto_s3) == [0] * WRITERS
     _check(lake_at(root, moto_s3))
+
+
+def test_writer_processes_land_through_erasures_cleaning_an_s3_lakes_log(moto_s3: str) -> None:
+    root = _bucket(moto_s3)
+    assert _erase_while_writing(lake_at(root, moto_s3), root, moto_s3) == [0] * WRITERS
+    _rows_check(lake_at(root, moto_s3))
 
 
 def test_first_writer_processes_creating_an_s3_lake_at_once_make_one_table_each(
