@@ -12,10 +12,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from analytics.lake import Lake, open_lake
 
 __all__ = ["LakeTemplates"]
+
+T = TypeVar("T")
 
 
 class LakeTemplates:
@@ -23,17 +26,21 @@ class LakeTemplates:
 
     def __init__(self, root: Path) -> None:
         self._root = root
+        self._built: dict[str, Any] = {}
 
-    def copy(self, name: str, build: Callable[[Lake], None], destination: Path) -> Lake:
-        """A copy of template `name` at `destination` (created, or an empty folder), built by `build` on a
-        fresh lake if this run has not built it yet. One name is one history: never reuse a name for another
-        builder."""
+    def copy(self, name: str, build: Callable[[Lake], T], destination: Path) -> T:
+        """Copy template `name` to `destination` (created, or an empty folder), built by `build` on a fresh
+        lake if this run has not built it yet, and give what `build` returned then: the same object to every
+        test, so it must be one nobody changes (a frozen model, None). One name is one history: never reuse a
+        name for another builder."""
         template = self._root / name
-        if not template.is_dir():
+        if name not in self._built:
             # Built aside and renamed into place, so a builder that fails leaves no half-built template.
             staging = self._root / f"{name}.building"
             shutil.rmtree(staging, ignore_errors=True)
-            build(open_lake(str(staging)))
+            value = build(open_lake(str(staging)))
             staging.rename(template)
+            self._built[name] = value
         shutil.copytree(template, destination, dirs_exist_ok=True)
-        return open_lake(str(destination))
+        built: T = self._built[name]
+        return built

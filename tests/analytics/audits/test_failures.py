@@ -22,7 +22,8 @@ from analytics.lake.purge import AUDIT_FAILURES, PURGED_DATASETS
 from analytics.views import connect, run_read_only
 from entitlements.cli import app as cli
 from schema.table import cancellation_key
-from tests.analytics.audits.story import Story
+from tests.analytics.audits.story import Story, clean_story
+from tests.support.lake_templates import LakeTemplates
 
 Audit = Callable[..., AuditReport]
 
@@ -39,11 +40,17 @@ def plant_record_naming_anothers_account(story: Story) -> None:
 
 
 @pytest.fixture
-def stored(story: Story, lake: Lake) -> AuditReport:
-    plant_duplicate(story)
-    plant_record_naming_anothers_account(story)
-    story.land(lake)
-    return run_audits(lake, store_failures_in_lake=True)
+def stored(lake: Lake, lake_templates: LakeTemplates) -> AuditReport:
+    def build(fresh: Lake) -> AuditReport:
+        story = clean_story()
+        plant_duplicate(story)
+        plant_record_naming_anothers_account(story)
+        story.land(fresh)
+        return run_audits(fresh, store_failures_in_lake=True)
+
+    # Landed and audited once per run: the report is frozen, and each test gets its own copy of the lake
+    # the failures were stored in (several tests mask or purge it).
+    return lake_templates.copy("audit-failures-stored", build, Path(lake.base))
 
 
 def test_every_row_of_each_failing_check_is_stored_under_the_runs_id(stored: AuditReport, lake: Lake) -> None:

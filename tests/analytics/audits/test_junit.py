@@ -3,27 +3,28 @@ the checks at error, names and counts only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from junitparser import Failure, JUnitXml
 
-from analytics.audits import AuditReport, render_report
+from analytics.audits import AuditReport, render_report, run_audits
 from analytics.audits._config import Thresholds, load_config
-from tests.analytics.audits.story import TOKEN_CANARY, Story
+from analytics.lake import open_lake
+from tests.analytics.audits.story import TOKEN_CANARY, clean_story
 
-Audit = Callable[..., AuditReport]
 
-
-@pytest.fixture
-def planted(story: Story, audit: Audit) -> AuditReport:
-    """A duplicate (an error) and a string ttl (made a warning)."""
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
+    """A duplicate (an error) and a string ttl (made a warning). Landed and audited once for the module:
+    the report is frozen and every test here only reads it."""
+    story = clean_story()
     story.signup("mallory", "acct-m1")
     story.signup("mallory", "acct-m2")
     story.cancel("frank", ttl="1893456000")
     config = load_config()
     checks = {**config.checks, "cleanup_ttl_not_actionable": Thresholds(warn=1)}
-    return audit(story, config=config.model_copy(update={"checks": checks}))
+    lake = open_lake(str(tmp_path_factory.mktemp("planted") / "lake"))
+    story.land(lake)
+    return run_audits(lake, config=config.model_copy(update={"checks": checks}))
 
 
 def parsed(report: AuditReport) -> JUnitXml:

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from analytics.audits import AuditReport, render_report
+from analytics.audits import AuditReport, render_report, run_audits
 from analytics.audits._render import audit_charts
+from analytics.lake import open_lake
 from schema.table import cancellation_key
-from tests.analytics.audits.story import Story
+from tests.analytics.audits.story import Story, clean_story
 
 Audit = Callable[..., AuditReport]
 
@@ -32,14 +33,18 @@ CHROMIUM_FLAGS = (
 )
 
 
-@pytest.fixture
-def planted(story: Story, audit: Audit) -> AuditReport:
-    """A duplicate (3 rows, one user) and a string ttl."""
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
+    """A duplicate (3 rows, one user) and a string ttl. Landed and audited once for the module: the report
+    is frozen and every test here only reads it."""
+    story = clean_story()
     story.signup("mallory", "acct-m1")
     story.signup("mallory", "acct-m2")
     story.signup("mallory", "acct-m3")
     story.cancel("frank", ttl="1893456000")
-    return audit(story)
+    lake = open_lake(str(tmp_path_factory.mktemp("planted") / "lake"))
+    story.land(lake)
+    return run_audits(lake)
 
 
 def chromium() -> str:
