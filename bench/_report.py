@@ -1,12 +1,18 @@
-"""How every benchmark reports: a figure beside its baseline, measured in the same run, as a ratio."""
+"""How every benchmark reports: a figure beside its baseline, measured in the same run, as a ratio; and
+how a bench runs threads so that one failing ends the bench with a non-zero exit (`BenchThreads`)
+instead of a run that prints every target met."""
 
 from __future__ import annotations
 
-__all__ = ["Figure", "best_of", "print_figures"]
+__all__ = ["BenchThreads", "Figure", "best_of", "print_figures"]
 
+import sys
+import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -55,3 +61,40 @@ def print_figures(title: str, figures: list[Figure]) -> None:
             + (f"  (target {f.target})" if f.target else "")
             + verdict
         )
+
+
+class BenchThreads:
+    """A bench's background threads (daemons). A thread that raises is recorded, with its name;
+    `check()` (call it while waiting on them, and before reporting) prints one line per failed thread,
+    its traceback, and ends the bench with exit status 1."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failed: list[tuple[str, BaseException]] = []
+
+    def start(self, name: str, target: Callable[..., object], *args: Any, **kwargs: Any) -> threading.Thread:
+        def run() -> None:
+            try:
+                target(*args, **kwargs)
+            except BaseException as error:  # a bench thread's failure must fail the bench
+                with self._lock:
+                    self._failed.append((name, error))
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    @property
+    def failed(self) -> list[str]:
+        with self._lock:
+            return [name for name, _ in self._failed]
+
+    def check(self) -> None:
+        with self._lock:
+            failed = list(self._failed)
+        if not failed:
+            return
+        for name, error in failed:
+            print(f"bench thread {name!r} failed: {type(error).__name__}", file=sys.stderr)
+            traceback.print_exception(error, file=sys.stderr)
+        raise SystemExit(1)

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -40,7 +40,7 @@ from adapters import HttpArrayClient
 from analytics import LakeHandler, connect, open_lake
 from analytics.erasure import AnalyticsLakeEraser
 from bench._moto import moto_client, moto_server
-from bench._report import Figure, print_figures
+from bench._report import BenchThreads, Figure, print_figures
 from config import ArraySettings, ErasureSettings
 from devstack._writes import cancellation_record, entitlement_row, stale_record
 from devstack.fake_array import FakeArrayServer
@@ -206,9 +206,11 @@ class Answers:
                 self.received.setdefault(answer.request_id, (now, wall, answer))
                 self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
 
-    def wait_for(self, request_ids: list[str], timeout: float) -> None:
+    def wait_for(self, request_ids: list[str], timeout: float, check: Callable[[], None]) -> None:
+        """Until every request is answered or `timeout`; `check` ends the bench if a thread failed."""
         stop_at = time.monotonic() + timeout
         while any(r not in self.received for r in request_ids) and time.monotonic() < stop_at:
+            check()
             time.sleep(0.1)
 
 
@@ -333,13 +335,7 @@ def _worker(stack: _Stack) -> ErasureWorker:
     )
 
 
-def _thread(target: Any, *args: Any, **kwargs: Any) -> threading.Thread:
-    thread = threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True)
-    thread.start()
-    return thread
-
-
-def _measure(stack: _Stack, started: float) -> _Run:
+def _measure(stack: _Stack, started: float, threads: BenchThreads) -> _Run:
     run = _Run(users=[f"erase-{number:04d}-{uuid.uuid4().hex[:6]}" for number in range(REQUESTS)])
     seeded = _seed(stack.dynamodb, stack.table.table_name, run.users, stack.array_server)
     landing = Landing(
@@ -348,28 +344,31 @@ def _measure(stack: _Stack, started: float) -> _Run:
         LakeHandler(stack.lake, name="bench-landing"),
         erased_filter(stack.ledger),
     )
-    landing_thread = _thread(landing.run)
+    landing_thread = threads.start("landing", landing.run)
     while landing.landed < seeded:
+        threads.check()  # a landing that died would otherwise be waited for forever
         time.sleep(0.2)
     time.sleep(LANDING_FLUSH_SECONDS + 0.5)  # the seeded rows are written before any request
     run.setup_seconds = time.monotonic() - started
     answers = run.answers = Answers(stack.sqs, stack.channel.responses_queue_url)
-    answers_thread = _thread(answers.run)
+    answers_thread = threads.start("answers", answers.run)
     worker, stop_worker = _worker(stack), threading.Event()
-    worker_thread = _thread(worker.run, stop_worker, wait_seconds=1, pollers=POLLERS)
+    worker_thread = threads.start("erasure worker", worker.run, stop_worker, wait_seconds=1, pollers=POLLERS)
 
     # Baseline: NOT_APPLICABLE requests (the channel with no work), one at a time.
     run.baseline = [_request(f"nobody-{n}@example.com", "ADDRESS") for n in range(BASELINE_REQUESTS)]
     for request in run.baseline:
         _publish_at_rate(stack.sns, stack.channel.topic_arn, [request], 1.0, run.published)
-        answers.wait_for([request.request_id], timeout=30)
+        answers.wait_for([request.request_id], timeout=30, check=threads.check)
 
     stop_traffic = threading.Event()
-    traffic_thread = _thread(_traffic, stack.dynamodb, stack.table.table_name, stop_traffic, run.written)
+    traffic_thread = threads.start(
+        "traffic", _traffic, stack.dynamodb, stack.table.table_name, stop_traffic, run.written
+    )
     run.requests = [_request(user, "ACCOUNT") for user in run.users]
     erase_started = time.monotonic()
     _publish_at_rate(stack.sns, stack.channel.topic_arn, run.requests, PUBLISH_PER_SECOND, run.published)
-    answers.wait_for([r.request_id for r in run.requests], timeout=240)
+    answers.wait_for([r.request_id for r in run.requests], timeout=240, check=threads.check)
     run.erase_seconds = time.monotonic() - erase_started
     for stop, thread in ((stop_traffic, traffic_thread), (stop_worker, worker_thread)):
         stop.set()
@@ -383,6 +382,11 @@ def _measure(stack: _Stack, started: float) -> _Run:
     answers_thread.join(timeout=10)
     run.dropped = landing.dropped
     return run
+
+
+def _count(con: Any, query: str) -> int:
+    row = con.execute(query).fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def _leftovers(stack: _Stack, run: _Run) -> None:
@@ -406,12 +410,12 @@ def _leftovers(stack: _Stack, run: _Run) -> None:
     con.execute("CREATE TEMP TABLE erased(user_id VARCHAR)")
     con.executemany("INSERT INTO erased VALUES (?)", [(user,) for user in run.users])
     run.left["lake rows"] = sum(
-        int(con.execute(f"SELECT count(*) FROM {view} JOIN erased USING (user_id)").fetchone()[0])
-        for view in ("raw_changes", "raw_outcomes", "snapshot_items")
+        [
+            _count(con, f"SELECT count(*) FROM {view} JOIN erased USING (user_id)")
+            for view in ("raw_changes", "raw_outcomes", "snapshot_items")
+        ]
     )
-    run.left["bystander change rows (kept)"] = int(
-        con.execute("SELECT count(*) FROM raw_changes").fetchone()[0]
-    )
+    run.left["bystander change rows (kept)"] = _count(con, "SELECT count(*) FROM raw_changes")
     con.close()
     run.left["ledger entries"] = stack.ledger.count()
 
@@ -463,11 +467,15 @@ def _report(run: _Run, started: float) -> None:
 
 
 def main() -> None:
+    """Exits 1 (after the report) when any of the run's threads failed: figures measured beside a dead
+    landing or worker are no figures."""
     started = time.monotonic()
+    threads = BenchThreads()
     with _stack() as stack:
-        run = _measure(stack, started)
+        run = _measure(stack, started, threads)
         _leftovers(stack, run)
     _report(run, started)
+    threads.check()
 
 
 if __name__ == "__main__":

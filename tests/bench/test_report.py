@@ -1,0 +1,32 @@
+"""bench/_report.py: a bench's threads, one of which failing ends the bench with a non-zero exit."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench._report import BenchThreads
+
+
+def _fail() -> None:
+    raise RuntimeError("Invalid table version: 2")
+
+
+def test_a_failed_thread_ends_the_bench_with_exit_status_1_naming_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    threads = BenchThreads()
+    threads.start("landing", _fail).join()
+    threads.start("answers", lambda: None).join()
+    assert threads.failed == ["landing"]
+    with pytest.raises(SystemExit) as ended:
+        threads.check()
+    assert ended.value.code == 1
+    assert "bench thread 'landing' failed: RuntimeError" in capsys.readouterr().err
+
+
+def test_threads_that_all_return_let_the_bench_go_on() -> None:
+    threads = BenchThreads()
+    seen: list[int] = []
+    threads.start("worker", seen.append, 1).join()
+    threads.check()
+    assert seen == [1] and threads.failed == []
