@@ -13,9 +13,9 @@
 
 A bar is drawn only when stderr is a terminal and `entitlements --quiet` was not given, and stdout (a
 command's result) is never touched. Elsewhere (piped output, CI logs) a step given `every=SECONDS` writes
-one line to stderr each time that long has passed while it runs (`mining cleanup_latency: 12 s`, with its
-counts when known), so that a long step is never minutes of silence; a step shorter than that writes
-nothing, and other steps nothing at all. A bar's or line's text is the step's description and counts,
+one line to stderr each time that long has passed while it runs, from twice that on (`mining
+cleanup_latency: 10 s`, with its counts when known), so that a long step is never minutes of silence; a
+step shorter than that writes nothing, and other steps nothing at all. A bar's or line's text is the step's description and counts,
 never a record's content. rich is imported only when a bar is drawn.
 """
 
@@ -34,7 +34,8 @@ _T = TypeVar("_T")
 
 _quiet = False
 
-# How often a long step away from a terminal says it is still running (the issue's "every few seconds").
+# How often a long step away from a terminal says it is still running ("every few seconds"), from
+# twice that on: a step that ends sooner (most, and every refusal) writes nothing but its own lines.
 LINE_SECONDS = 5.0
 
 
@@ -96,6 +97,8 @@ def _lines(step: ProgressStep, every: float) -> Iterator[ProgressStep]:
     started = time.monotonic()
 
     def tell() -> None:
+        if ended.wait(every):  # the first line after two intervals
+            return
         while not ended.wait(every):
             try:
                 sys.stderr.write(_line(step, time.monotonic() - started) + "\n")

@@ -43,6 +43,7 @@ from analytics.audits import ReportFormat, load_checks, load_config, read_failur
 from analytics.lake import lake_from_settings
 from config import Settings, SettingsError, load_settings
 from entitlements._logging import configure_logging
+from entitlements._progress import LINE_SECONDS, progress
 from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
 from schema.errors import EntitlementsError
 
@@ -116,16 +117,18 @@ def run_audit(
             if use_erasure_ledger
             else None
         )
-        report = run_audits(
-            lake,
-            config,
-            as_of=as_of,
-            checks=checks or None,
-            erased_user_ids=erased_user_ids or [],
-            ledger=ledger,
-            from_snapshot=not from_log,
-            store_failures_in_lake=store_failures,
-        )
+        # A bar on a terminal, a line every few seconds elsewhere: an audit takes 20-60 s on a large lake.
+        with progress("auditing the lake", every=LINE_SECONDS):
+            report = run_audits(
+                lake,
+                config,
+                as_of=as_of,
+                checks=checks or None,
+                erased_user_ids=erased_user_ids or [],
+                ledger=ledger,
+                from_snapshot=not from_log,
+                store_failures_in_lake=store_failures,
+            )
         text = render_report(report, fmt)
         if output is not None:
             _write(output, text)

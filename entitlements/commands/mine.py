@@ -27,6 +27,7 @@ from analytics.lake import lake_from_settings
 from analytics.mining import MiningFormat, load_reports, render_mining, report_charts, run_report
 from config import load_settings
 from entitlements._logging import configure_logging
+from entitlements._progress import LINE_SECONDS, progress
 from entitlements.commands.lake import _instant
 
 app = typer.Typer(add_completion=False)
@@ -72,7 +73,9 @@ def mine_command(
     instant = _instant(as_of) if as_of is not None else None
     settings = load_settings()
     lake = lake_from_settings(settings, create=False)
-    result = run_report(lake, report, policy=settings.policy, from_snapshot=from_snapshot, as_of=instant)
+    # A bar on a terminal, a line every few seconds elsewhere: a report takes 20-60 s on a large lake.
+    with progress(f"mining {report}", every=LINE_SECONDS):
+        result = run_report(lake, report, policy=settings.policy, from_snapshot=from_snapshot, as_of=instant)
     chart_files: list[str] = []
     if output is not None and fmt is MiningFormat.MARKDOWN:
         for index, chart in enumerate(report_charts(result), start=1):
@@ -80,7 +83,8 @@ def mine_command(
             png.parent.mkdir(parents=True, exist_ok=True)
             png.write_bytes(base64.b64decode(chart.png))
             chart_files.append(png.name)
-    text = render_mining(result, fmt, chart_files=chart_files)
+    with progress(f"rendering {report}", every=LINE_SECONDS):
+        text = render_mining(result, fmt, chart_files=chart_files)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")

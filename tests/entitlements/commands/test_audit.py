@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -213,3 +215,25 @@ def test_audit_failures_on_a_missing_lake_exits_two_with_one_line(tmp_path: Path
     missing = tmp_path / "nowhere"
     result = CliRunner().invoke(app, ["audit-failures"], env={"ENTITLEMENTS_LAKE__ROOT": str(missing)})
     assert result.exit_code == 2 and str(missing) in one_line(result)
+
+
+def test_an_audit_away_from_a_terminal_says_on_stderr_that_it_is_still_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from entitlements import _progress  # noqa: PLC0415
+    from entitlements.commands import audit  # noqa: PLC0415
+
+    told, line = threading.Event(), _progress._line
+    monkeypatch.setattr(_progress, "_line", lambda step, elapsed: (told.set(), line(step, elapsed))[1])
+    monkeypatch.setattr(audit, "LINE_SECONDS", 0.01)
+    run = audit.run_audits
+
+    def long_audit(*args: Any, **kwargs: Any) -> Any:
+        told.wait(60)  # until a line is on its way: the audit is "long" whatever the load
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(audit, "run_audits", long_audit)
+    result = invoke(land(tmp_path, clean_story()), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert any(text.startswith("auditing the lake: ") for text in result.stderr.splitlines())
+    assert json.loads(result.stdout)["status"] == "pass"

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from analytics.erasure import AnalyticsLakeEraser
@@ -119,3 +122,25 @@ def test_users_being_erased_are_left_out_of_every_report(tmp_path: Path) -> None
     assert sum(row["users"] for row in json.loads(result.stdout)["rows"]) == (
         sum(row["users"] for row in everyone) - 1
     )
+
+
+def test_a_report_away_from_a_terminal_says_on_stderr_that_it_is_still_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from entitlements import _progress  # noqa: PLC0415
+    from entitlements.commands import mine  # noqa: PLC0415
+
+    told, line = threading.Event(), _progress._line
+    monkeypatch.setattr(_progress, "_line", lambda step, elapsed: (told.set(), line(step, elapsed))[1])
+    monkeypatch.setattr(mine, "LINE_SECONDS", 0.01)
+    run = mine.run_report
+
+    def long_report(*args: Any, **kwargs: Any) -> Any:
+        told.wait(60)  # until a line is on its way: the report is "long" whatever the load
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(mine, "run_report", long_report)
+    result = invoke(landed(tmp_path), "accounts_per_user")
+    assert result.exit_code == 0, result.output
+    assert any(text.startswith("mining accounts_per_user: ") for text in result.stderr.splitlines())
+    assert "mining accounts_per_user:" not in result.stdout
