@@ -3,6 +3,8 @@ the views, snapshots and exactly-once are unchanged, and a purge that overlaps i
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from functools import partial
 
 import pytest
@@ -20,7 +22,7 @@ from analytics.lake import (
     snapshot,
 )
 from analytics.lake._delta import delete_rows, open_table
-from analytics.lake.compaction import tier_target
+from analytics.lake.compaction import CompactionResult, tier_target
 from analytics.views import connect
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
@@ -141,3 +143,65 @@ def test_compaction_reports_its_progress_one_table_at_a_time(lake: Lake, history
     calls: list[tuple[int, int]] = []
     compact(lake, small_file_bytes=1 << 30, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(0, 2), (1, 2), (2, 2)]
+
+
+def test_landing_compaction_and_purges_on_one_table_at_once_fail_nothing_and_keep_every_kept_row(
+    lake: Lake, history: TableSim
+) -> None:
+    erased = ["u001", "u002"]
+    first = LakeHandler(lake)
+    for event in history.events:
+        if event.user_id in erased:
+            first.add(event)
+    first.flush()
+    kept = [e for e in history.events if e.user_id not in erased]
+    failures: list[BaseException] = []
+    landed = threading.Event()
+    rounds: list[CompactionResult] = []
+
+    def guarded(work: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as error:  # the test reports it
+                failures.append(error)
+
+        return run
+
+    def land_kept() -> None:
+        handler = LakeHandler(lake, LakeSettings(flush_rows=10_000))
+        try:
+            for start in range(0, len(kept), 6):
+                for event in kept[start : start + 6]:
+                    handler.add(event)
+                handler.flush()
+        finally:
+            landed.set()
+
+    def compact_until_landed() -> None:
+        while not landed.is_set():
+            rounds.append(compact(lake, small_file_bytes=10**9))
+
+    def purge_until_landed() -> None:
+        for user in erased:
+            purge_users(lake, [user])
+        number = 0
+        while not landed.is_set():
+            purge_users(lake, [f"nobody-{number}"])
+            number += 1
+
+    threads = [
+        threading.Thread(target=guarded(work))
+        for work in (land_kept, compact_until_landed, purge_until_landed)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert rounds  # compaction ran beside them
+    con = connect(lake)
+    assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(kept),)]
+    assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id IN ('u001', 'u002')").fetchall() == [
+        (0,)
+    ]
