@@ -3,7 +3,8 @@
 Library code records figures with one call each (`records_taken`, `quarantined`, `cleanup_outcome`,
 ...): Prometheus series (`entitlements_*`) and, when the process publishes EMF, CloudWatch EMF
 documents. Entry points choose the outputs from `config.MetricsSettings`:
-- `serve(...)`: a Prometheus endpoint on a loopback address for a long-running process;
+- `running_metrics(...)` / `serve(...)`: a Prometheus endpoint on a loopback address for a long-running
+  process, over `process_registry(kind)`: that kind's figures only (`PROCESS_FIGURES`);
 - `ChildrenFigures`: `entitlements consume`'s endpoint over its KCL children's figures (prometheus-client's
   multiprocess mode);
 - `publish_emf(...)`: EMF documents to a file or the CloudWatch agent's socket, never stdout.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "FIGURES",
+    "PROCESS_FIGURES",
     "ChildrenFigures",
     "ConsumerAlreadyRunning",
     "ConsumerPresence",
@@ -22,8 +24,10 @@ __all__ = [
     "Figure",
     "MetricsEndpoint",
     "MetricsEndpointError",
+    "ProcessKind",
     "RequestFigures",
     "checkpointed",
+    "cleanup_delete_held",
     "cleanup_outcome",
     "dead_lettered",
     "erasure_answer",
@@ -32,6 +36,7 @@ __all__ = [
     "flush_duration",
     "iterator_age",
     "parked",
+    "process_registry",
     "publish_emf",
     "quarantined",
     "records_taken",
@@ -51,8 +56,11 @@ from telemetry._asgi import RequestFigures
 from telemetry._emf import EmfPublisher, EmfSinkError
 from telemetry._figures import (
     FIGURES,
+    PROCESS_FIGURES,
     Figure,
+    ProcessKind,
     checkpointed,
+    cleanup_delete_held,
     cleanup_outcome,
     dead_lettered,
     erasure_answer,
@@ -61,6 +69,7 @@ from telemetry._figures import (
     flush_duration,
     iterator_age,
     parked,
+    process_registry,
     quarantined,
     records_taken,
     retry_queue_depth,
@@ -86,11 +95,12 @@ def publish_emf(settings: MetricsSettings, *, process: str) -> EmfPublisher | No
 
 @contextmanager
 def running_metrics(
-    settings: MetricsSettings, *, process: str, port: int | None, variable: str
+    settings: MetricsSettings, *, process: ProcessKind, port: int | None, variable: str
 ) -> Iterator[MetricsEndpoint | None]:
     """For a long-running process: its Prometheus endpoint on `port` (None: none; `variable` names the
-    setting in an error) and its EMF documents, both closed (a last EMF document written) on exit."""
-    endpoint = serve(settings, port, variable=variable)
+    setting in an error), serving only `process`'s figures, and its EMF documents, both closed (a last
+    EMF document written) on exit."""
+    endpoint = serve(settings, port, variable=variable, registry=process_registry(process))
     try:
         publisher = publish_emf(settings, process=process)
     except BaseException:

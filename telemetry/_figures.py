@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "CHECKPOINTS",
+    "CLEANUP_DELETES_HELD",
     "CLEANUP_OUTCOMES",
     "DEAD_LETTERED",
     "ERASURE_ANSWERS",
@@ -20,6 +21,7 @@ __all__ = [
     "ITERATOR_AGE",
     "PARKED_BATCHES",
     "PARKED_RECORDS",
+    "PROCESS_FIGURES",
     "QUARANTINED",
     "RECORDS",
     "RETRY_QUEUE_DEPTH",
@@ -27,7 +29,9 @@ __all__ = [
     "SERVICE_REQUESTS",
     "SERVICE_REQUEST_DURATION",
     "Figure",
+    "ProcessKind",
     "checkpointed",
+    "cleanup_delete_held",
     "cleanup_outcome",
     "dead_lettered",
     "erasure_answer",
@@ -36,6 +40,7 @@ __all__ = [
     "flush_duration",
     "iterator_age",
     "parked",
+    "process_registry",
     "quarantined",
     "records_taken",
     "retry_queue_depth",
@@ -43,9 +48,20 @@ __all__ = [
     "service_request",
 ]
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
+from prometheus_client.registry import Collector
 
 from telemetry import _emf
 
@@ -128,6 +144,16 @@ CLEANUP_OUTCOMES = Figure(
     "Cleanup outcomes by kind (cleanup.deleted, cleanup.parked, ...), from the consumer and the retry "
     "worker.",
 )
+CLEANUP_DELETES_HELD = Figure(
+    "entitlements_cleanup_deletes_held",
+    "CleanupDeletesHeld",
+    "Count",
+    (),
+    "Array deletes this process held back because its hourly delete budget "
+    "(ENTITLEMENTS_CLEANUP__DELETE_BUDGET_PER_HOUR) was spent: the work was parked for the retry "
+    "worker, nothing lost. The budget is per process (each consumer child and each retry worker has "
+    "its own).",
+)
 RETRY_QUEUE_DEPTH = Figure(
     "entitlements_cleanup_retry_queue_depth",
     "RetryQueueDepth",
@@ -190,6 +216,7 @@ FIGURES: tuple[Figure, ...] = (
     CHECKPOINTS,
     FLUSH_DURATION,
     CLEANUP_OUTCOMES,
+    CLEANUP_DELETES_HELD,
     RETRY_QUEUE_DEPTH,
     ERASURE_NOT_APPLICABLE,
     ERASURE_TRACES_FOUND,
@@ -198,6 +225,30 @@ FIGURES: tuple[Figure, ...] = (
     SERVICE_REQUEST_DURATION,
     SERVICE_OUTCOMES,
 )
+
+ProcessKind = Literal["consumer", "retry-worker", "erasure-worker", "service", "relinker"]
+
+# What each kind of process records, and so all its endpoint serves: prometheus-client's default
+# registry holds every figure declared in this module, so serving it made each endpoint carry every
+# other process's series (at 0). Cleanup runs in the consumer's children and in the retry worker.
+PROCESS_FIGURES: Mapping[ProcessKind, tuple[Figure, ...]] = {
+    "consumer": (
+        RECORDS,
+        ITERATOR_AGE,
+        QUARANTINED,
+        DEAD_LETTERED,
+        PARKED_RECORDS,
+        PARKED_BATCHES,
+        CHECKPOINTS,
+        FLUSH_DURATION,
+        CLEANUP_OUTCOMES,
+        CLEANUP_DELETES_HELD,
+    ),
+    "retry-worker": (CLEANUP_OUTCOMES, CLEANUP_DELETES_HELD, RETRY_QUEUE_DEPTH),
+    "erasure-worker": (ERASURE_NOT_APPLICABLE, ERASURE_TRACES_FOUND, ERASURE_ANSWERS),
+    "service": (SERVICE_REQUESTS, SERVICE_REQUEST_DURATION, SERVICE_OUTCOMES),
+    "relinker": (SERVICE_OUTCOMES,),
+}
 
 
 def _labels(figure: Figure) -> tuple[str, ...]:
@@ -234,6 +285,39 @@ _service_request_duration = _histogram(
     SERVICE_REQUEST_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 )
 _service_outcomes = _counter(SERVICE_OUTCOMES)
+_cleanup_deletes_held = _counter(CLEANUP_DELETES_HELD)
+
+_COLLECTORS: Mapping[Figure, Collector] = {
+    RECORDS: _records,
+    ITERATOR_AGE: _iterator_age,
+    QUARANTINED: _quarantined,
+    DEAD_LETTERED: _dead_lettered,
+    PARKED_RECORDS: _parked_records,
+    PARKED_BATCHES: _parked_batches,
+    CHECKPOINTS: _checkpoints,
+    FLUSH_DURATION: _flush_duration,
+    CLEANUP_OUTCOMES: _cleanup_outcomes,
+    CLEANUP_DELETES_HELD: _cleanup_deletes_held,
+    RETRY_QUEUE_DEPTH: _retry_queue_depth,
+    ERASURE_NOT_APPLICABLE: _erasure_not_applicable,
+    ERASURE_TRACES_FOUND: _erasure_traces_found,
+    ERASURE_ANSWERS: _erasure_answers,
+    SERVICE_REQUESTS: _service_requests,
+    SERVICE_REQUEST_DURATION: _service_request_duration,
+    SERVICE_OUTCOMES: _service_outcomes,
+}
+
+
+def process_registry(process: ProcessKind) -> CollectorRegistry:
+    """A registry holding only `process`'s figures (PROCESS_FIGURES) and the process's own standard
+    series (CPU, memory, GC, platform). The figures stay in the default registry too (one declaration,
+    tests read it); a collector may sit in several registries."""
+    registry = CollectorRegistry(auto_describe=True)
+    for figure in PROCESS_FIGURES[process]:
+        registry.register(_COLLECTORS[figure])
+    for standard in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        registry.register(standard)
+    return registry
 
 
 def records_taken(count: int) -> None:
@@ -315,3 +399,9 @@ def service_request(route: str, status: int, seconds: float) -> None:
 def service_outcome(kind: str) -> None:
     _service_outcomes.labels(kind).inc()
     _emf.count(SERVICE_OUTCOMES, 1, (kind,))
+
+
+def cleanup_delete_held() -> None:
+    """One Array delete held back by the hourly budget (its work parked for the retry worker)."""
+    _cleanup_deletes_held.inc()
+    _emf.count(CLEANUP_DELETES_HELD, 1)

@@ -1,6 +1,7 @@
 """The Prometheus endpoints: one per long-running process, on a loopback address and a configured port.
 
-A single process (the retry worker, the erasure worker, the service) serves its own registry.
+A single process (the retry worker, the erasure worker, the service, the relinker) serves a registry
+holding only its own figures (`telemetry.process_registry`).
 `entitlements consume` serves its KCL children's figures: it starts the daemon with
 `PROMETHEUS_MULTIPROC_DIR` set (prometheus-client's multiprocess mode: each child writes its figures to
 files in that folder), and its endpoint reads them all (`MultiProcessCollector`), after marking the
@@ -17,12 +18,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prometheus_client import REGISTRY, CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from prometheus_client.registry import Collector
 
 from schema.errors import TerminalError
+from telemetry._figures import PROCESS_FIGURES
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from config import MetricsSettings
 
 _PID = re.compile(r"_(\d+)\.db$")
+# A child writes every unlabelled figure it imports (at 0) to its files: only the consumer's are served.
+_CONSUMER_FAMILIES = frozenset(figure.prometheus for figure in PROCESS_FIGURES["consumer"])
 
 
 class MetricsEndpointError(TerminalError):
@@ -53,10 +57,11 @@ def serve(
     port: int | None,
     *,
     variable: str,
-    registry: CollectorRegistry = REGISTRY,
+    registry: CollectorRegistry,
 ) -> MetricsEndpoint | None:
-    """Serve `registry` on `settings.host`:`port` (None: no endpoint). `variable` is the setting that
-    names the port, for the error line."""
+    """Serve `registry` (`process_registry(kind)`, or `ChildrenFigures.registry()`) on
+    `settings.host`:`port` (None: no endpoint). `variable` is the setting that names the port, for the
+    error line."""
     if port is None:
         return None
     try:
@@ -93,7 +98,9 @@ class ChildrenFigures(Collector):
 
     def collect(self) -> Iterable[Metric]:
         self._mark_exited()
-        yield from self._children.collect()  # type: ignore[no-untyped-call]
+        for family in self._children.collect():  # type: ignore[no-untyped-call]
+            if family.name in _CONSUMER_FAMILIES:
+                yield family
         running = GaugeMetricFamily(
             "entitlements_consumer_daemon_running", "1 while the KCL daemon (the Java launcher) runs."
         )

@@ -9,11 +9,21 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import telemetry
 from config import MetricsSettings
 from tests.telemetry._scrape import free_port, scrape
+
+KINDS: tuple[telemetry.ProcessKind, ...] = (
+    "consumer",
+    "retry-worker",
+    "erasure-worker",
+    "service",
+    "relinker",
+)
 
 CHILD = """
 import telemetry
@@ -25,7 +35,12 @@ telemetry.cleanup_outcome("cleanup.deleted")
 
 @pytest.fixture
 def endpoint() -> Iterator[telemetry.MetricsEndpoint]:
-    served = telemetry.serve(MetricsSettings(), free_port(), variable="ENTITLEMENTS_METRICS__SERVICE_PORT")
+    served = telemetry.serve(
+        MetricsSettings(),
+        free_port(),
+        variable="ENTITLEMENTS_METRICS__ERASURE_WORKER_PORT",
+        registry=telemetry.process_registry("erasure-worker"),
+    )
     assert served is not None
     yield served
     served.close()
@@ -43,13 +58,81 @@ def test_a_port_in_use_is_refused_naming_the_address_and_the_setting(
 ) -> None:
     port = int(endpoint.url.rsplit(":", 1)[1].split("/")[0])
     with pytest.raises(telemetry.MetricsEndpointError) as refused:
-        telemetry.serve(MetricsSettings(), port, variable="ENTITLEMENTS_METRICS__CONSUME_PORT")
+        telemetry.serve(
+            MetricsSettings(),
+            port,
+            variable="ENTITLEMENTS_METRICS__CONSUME_PORT",
+            registry=telemetry.process_registry("consumer"),
+        )
     assert f"127.0.0.1:{port}" in str(refused.value)
     assert "ENTITLEMENTS_METRICS__CONSUME_PORT" in str(refused.value)
 
 
 def test_no_port_serves_nothing() -> None:
-    assert telemetry.serve(MetricsSettings(), None, variable="ENTITLEMENTS_METRICS__SERVICE_PORT") is None
+    assert (
+        telemetry.serve(
+            MetricsSettings(),
+            None,
+            variable="ENTITLEMENTS_METRICS__SERVICE_PORT",
+            registry=telemetry.process_registry("service"),
+        )
+        is None
+    )
+
+
+def families(url: str) -> set[str]:
+    """The names of the project's figure families an endpoint serves (a counter's `_created` samples,
+    which the text parser reads as a family of their own, folded into their counter)."""
+    text = httpx.get(url, timeout=10).text
+    return {
+        family.name.removesuffix("_created")
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith("entitlements_")
+    }
+
+
+def record_every_figure() -> None:
+    telemetry.records_taken(1)
+    telemetry.iterator_age(1.0)
+    telemetry.quarantined()
+    telemetry.dead_lettered("registry-test")
+    telemetry.parked("registry-test", 1)
+    telemetry.checkpointed()
+    telemetry.flush_duration("registry-test", 0.1)
+    telemetry.cleanup_outcome("cleanup.deleted")
+    telemetry.cleanup_delete_held()
+    telemetry.retry_queue_depth(1)
+    telemetry.erasure_not_applicable(1)
+    telemetry.erasure_traces_found("table")
+    telemetry.erasure_answer("erasure/ACK", "DONE")
+    telemetry.service_request("GET /health", 200, 0.01)
+    telemetry.service_outcome("link.done")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_process_kinds_endpoint_serves_its_own_figures_and_none_of_the_others(
+    kind: telemetry.ProcessKind,
+) -> None:
+    record_every_figure()
+    with telemetry.running_metrics(
+        MetricsSettings(), process=kind, port=free_port(), variable="ENTITLEMENTS_METRICS__SERVICE_PORT"
+    ) as endpoint:
+        assert endpoint is not None
+        served = families(endpoint.url)
+    assert served == {figure.prometheus for figure in telemetry.PROCESS_FIGURES[kind]}
+
+
+def test_the_erasure_workers_endpoint_carries_no_consumer_series() -> None:
+    telemetry.records_taken(1)
+    with telemetry.running_metrics(
+        MetricsSettings(),
+        process="erasure-worker",
+        port=free_port(),
+        variable="ENTITLEMENTS_METRICS__ERASURE_WORKER_PORT",
+    ) as endpoint:
+        assert endpoint is not None
+        served = families(endpoint.url)
+    assert not {name for name in served if name.startswith("entitlements_consumer_")}
 
 
 def children_figures(folder: Path, children: int) -> telemetry.ChildrenFigures:
@@ -76,6 +159,26 @@ def test_the_children_counters_are_summed_and_an_exited_childs_gauge_is_dropped(
     assert samples[("entitlements_cleanup_outcomes_total", (("kind", "cleanup.deleted"),))] == 2
     assert samples[("entitlements_consumer_daemon_running", ())] == 1
     assert not [name for name, _labels in samples if name == "entitlements_consumer_iterator_age_seconds"]
+
+
+def test_the_consumers_endpoint_serves_no_figure_of_another_process_its_children_imported(
+    tmp_path: Path,
+) -> None:
+    # A child's files hold every unlabelled figure it imported, at 0 (the erasure and retry ones too).
+    figures = children_figures(tmp_path / "metrics", children=1)
+    served = telemetry.serve(
+        MetricsSettings(),
+        free_port(),
+        variable="ENTITLEMENTS_METRICS__CONSUME_PORT",
+        registry=figures.registry(),
+    )
+    assert served is not None
+    try:
+        names = families(served.url)
+    finally:
+        served.close()
+    consumer = {figure.prometheus for figure in telemetry.PROCESS_FIGURES["consumer"]}
+    assert names - consumer == {"entitlements_consumer_daemon_running", "entitlements_consumer_daemon_starts"}
 
 
 def test_a_new_consumer_run_starts_from_an_empty_folder(tmp_path: Path) -> None:
