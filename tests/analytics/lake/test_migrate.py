@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from analytics.audits import run_audits
 from analytics.lake import CHANGE_IDENTITY, Lake, LakeHandler, open_lake, snapshot
 from analytics.lake import migrate as migrate_module
 from analytics.lake._errors import TableLogMissing
+from analytics.lake._files import read_bytes
 from analytics.lake.migrate import migrate, old_format_files
 from analytics.views import connect
 from config import LakeSettings
@@ -112,11 +114,21 @@ def _old_identities(root: str) -> list[tuple[Any, ...]]:
     return found
 
 
-def test_a_migrated_lake_holds_each_distinct_event_of_the_old_files_once(tmp_path: Path) -> None:
+def _placed(local_root: str, lake: Lake) -> Lake:
+    """The old lake written at `local_root`, at `lake`'s root (copied there when `lake` is on S3)."""
+    if lake.is_local:
+        return open_lake(local_root)
+    pafs.copy_files(local_root, lake.base, destination_filesystem=lake.fs)
+    return lake
+
+
+def test_a_migrated_lake_holds_each_distinct_event_of_the_old_files_once(
+    tmp_path: Path, any_lake: Lake
+) -> None:
     root = str(tmp_path / "old")
     _shuffled_old_lake(root)
     before = _old_identities(root)
-    lake = open_lake(root)
+    lake = _placed(root, any_lake)
     migrate(lake)
     identity = ", ".join(CHANGE_IDENTITY)
     after = connect(lake).execute(f"SELECT {identity} FROM raw_changes").fetchall()
@@ -143,9 +155,11 @@ def _answers(lake: Lake) -> dict[str, list[tuple[Any, ...]]]:
     return answers
 
 
-def test_every_view_of_a_migrated_lake_answers_as_the_same_history_landed_on_delta(tmp_path: Path) -> None:
+def test_every_view_of_a_migrated_lake_answers_as_the_same_history_landed_on_delta(
+    tmp_path: Path, any_lake: Lake
+) -> None:
     sim = _shuffled_old_lake(str(tmp_path / "old"))
-    old = open_lake(str(tmp_path / "old"))
+    old = _placed(str(tmp_path / "old"), any_lake)
     migrate(old)
     landed = open_lake(str(tmp_path / "delta"))
     handler = LakeHandler(landed, LakeSettings(flush_rows=9))
@@ -162,35 +176,39 @@ def test_every_view_of_a_migrated_lake_answers_as_the_same_history_landed_on_del
     assert expected["changes"] and expected["entitlements"]
 
 
-def _lost_log_lake(tmp_path: Path) -> tuple[Lake, dict[str, bytes]]:
-    """A Delta lake whose `changes` table lost its `_delta_log`; returns it and every file's bytes."""
+def _every_file(lake: Lake) -> dict[str, bytes]:
+    selector = pafs.FileSelector(lake.base, recursive=True)
+    return {
+        info.path: read_bytes(lake, lake.relative(info.path))
+        for info in lake.fs.get_file_info(selector)
+        if info.type == pafs.FileType.File
+    }
+
+
+def _lose_changes_log(lake: Lake) -> dict[str, bytes]:
+    """Land a little into `lake`, then delete its `changes` table's `_delta_log`; returns every file's
+    bytes after."""
     sim = TableSim(shards=("shardId-00000001-aaaa",), seed=5)
     sim.random_history(users=4, operations=30)
-    lake = open_lake(str(tmp_path / "lake"))
     handler = LakeHandler(lake, LakeSettings(flush_rows=10))
     for event in sim.events:
         handler.add(event)
     handler.flush()
-    log = tmp_path / "lake" / "changes" / "_delta_log"
-    for entry in log.iterdir():
-        entry.unlink()
-    log.rmdir()
-    files = {str(p): p.read_bytes() for p in (tmp_path / "lake").rglob("*") if p.is_file()}
-    return lake, files
+    lake.fs.delete_dir(lake.path("changes/_delta_log"))
+    return _every_file(lake)
 
 
-def test_a_table_whose_log_is_lost_is_refused_naming_it_and_nothing_is_touched(tmp_path: Path) -> None:
-    lake, files = _lost_log_lake(tmp_path)
+def test_a_table_whose_log_is_lost_is_refused_naming_it_and_nothing_is_touched(any_lake: Lake) -> None:
+    files = _lose_changes_log(any_lake)
+    assert any("/changes/" in path for path in files)  # its data files are there
     with pytest.raises(TableLogMissing, match=r"no _delta_log in changes:") as refused:
-        migrate(lake)
+        migrate(any_lake)
     assert refused.value.tables == ["changes"]
-    after = {str(p): p.read_bytes() for p in (tmp_path / "lake").rglob("*") if p.is_file()}
-    assert after == files
-    assert not (tmp_path / "lake" / "changes" / "_delta_log").exists()
+    assert _every_file(any_lake) == files
 
 
 def test_the_migrate_command_refuses_a_lost_log_in_one_line_with_a_non_zero_exit(tmp_path: Path) -> None:
-    _lost_log_lake(tmp_path)
+    _lose_changes_log(open_lake(str(tmp_path / "lake")))
     result = CliRunner().invoke(
         app, ["lake", "migrate"], env={"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "lake")}
     )
