@@ -241,6 +241,7 @@ class GuardItem(_Attributes, Struct, frozen=True, gc=False):
     userId: str
     version: int
     updatedAt: str | None = None
+    lastWrite: str | None = None  # names the write that set this version (a request's own token)
     kind: Literal[ItemKind.GUARD] = ItemKind.GUARD
     extra: dict[str, Any] = {}
 

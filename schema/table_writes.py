@@ -134,11 +134,15 @@ def stale_record(
     return _cleanup_record(stale_key(user_id, old_array_account_id), user_id, old_array_account_id, ttl, now)
 
 
-def guard_update(table_name: str, user_id: str, *, version: int, now: datetime) -> dict[str, Any]:
+def guard_update(
+    table_name: str, user_id: str, *, version: int, now: datetime, token: str | None = None
+) -> dict[str, Any]:
     """The user's guard moved from `version` (the one read; 0 when there was no guard item) to the next,
     as one item of a write path's transaction: of two transactions that read the same version, one
     commits and the other is refused (ConditionalCheckFailed on this item), whatever the timing and
-    however many service processes make them."""
+    however many service processes make them. `token` (`lastWrite`): names this write, so that a
+    request whose transaction landed but whose answer was lost can tell, reading the guard back, that
+    the write was its own."""
     update: dict[str, Any] = {
         "TableName": table_name,
         "Key": low_level(guard_key(user_id)),
@@ -150,6 +154,9 @@ def guard_update(table_name: str, user_id: str, *, version: int, now: datetime) 
             ":now": _s(business_time(now)),
         },
     }
+    if token is not None:
+        update["UpdateExpression"] += ", lastWrite = :token"
+        update["ExpressionAttributeValues"][":token"] = _s(token)
     if version == 0:
         update["ConditionExpression"] = "attribute_not_exists(pk)"
     else:
@@ -159,12 +166,18 @@ def guard_update(table_name: str, user_id: str, *, version: int, now: datetime) 
 
 
 def _guarded(
-    table_name: str, user_id: str, guard_version: int | None, items: list[dict[str, Any]], now: datetime
+    table_name: str,
+    user_id: str,
+    guard_version: int | None,
+    items: list[dict[str, Any]],
+    *,
+    now: datetime,
+    token: str | None = None,
 ) -> list[dict[str, Any]]:
     # The guard leads the transaction: its refusal is the first cancellation reason.
     if guard_version is None:  # the local stack's direct writes (planted faults) only
         return items
-    return [guard_update(table_name, user_id, version=guard_version, now=now), *items]
+    return [guard_update(table_name, user_id, version=guard_version, now=now, token=token), *items]
 
 
 def signup_transaction(
@@ -261,6 +274,7 @@ def cancellation_transaction(
     displacing: str | None = None,
     stale_ttl: int | AttributeValue | None = None,
     guard_version: int | None = None,
+    token: str | None = None,
 ) -> list[dict[str, Any]]:
     """Cancellation: the Active row Cancelled + the cancellation record naming its account.
 
@@ -278,18 +292,24 @@ def cancellation_transaction(
     if displacing is None:
         put["ConditionExpression"] = "attribute_not_exists(pk) OR arrayAccountId = :account"
         put["ExpressionAttributeValues"] = {":account": _s(array_account_id)}
-        return _guarded(table_name, user_id, guard_version, items, now)
+        return _guarded(table_name, user_id, guard_version, items, now=now, token=token)
     if stale_ttl is None or displacing == array_account_id:
         raise ValueError("displacing names another account and needs its stale_ttl")
     put["ConditionExpression"] = "arrayAccountId = :displaced"
     put["ExpressionAttributeValues"] = {":displaced": _s(displacing)}
     stale = stale_record(user_id, displacing, ttl=stale_ttl, now=now)
     items = [*items, {"Put": {"TableName": table_name, "Item": stale}}]
-    return _guarded(table_name, user_id, guard_version, items, now)
+    return _guarded(table_name, user_id, guard_version, items, now=now, token=token)
 
 
 def reactivation_transaction(
-    table_name: str, user_id: str, array_account_id: str, *, now: datetime, guard_version: int | None = None
+    table_name: str,
+    user_id: str,
+    array_account_id: str,
+    *,
+    now: datetime,
+    guard_version: int | None = None,
+    token: str | None = None,
 ) -> list[dict[str, Any]]:
     """Reactivation: delete the cancellation record naming this account (the service's only delete) +
     the Cancelled row Active again."""
@@ -309,7 +329,7 @@ def reactivation_transaction(
             )
         },
     ]
-    return _guarded(table_name, user_id, guard_version, items, now)
+    return _guarded(table_name, user_id, guard_version, items, now=now, token=token)
 
 
 def new_row_put(table_name: str, row: LowLevelItem) -> dict[str, Any]:
@@ -348,7 +368,7 @@ def second_signup_transaction(
         {"Put": new_row_put(table_name, new_row)},
         *retire_transaction(table_name, user_id, old_array_account_id, stale_ttl=stale_ttl, now=now),
     ]
-    return _guarded(table_name, user_id, guard_version, items, now)
+    return _guarded(table_name, user_id, guard_version, items, now=now)
 
 
 # -- idempotency records ---------------------------------------------------------------------------------

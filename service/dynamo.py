@@ -101,6 +101,7 @@ class UserItems:
     stale: list[LowLevelItem] = field(default_factory=list)
     # The user's guard version as read (0: no guard item yet): every write path's transaction requires it.
     guard_version: int = 0
+    guard_token: str | None = None  # the guard's lastWrite: which write set that version
 
     def with_status(self, status: EntitlementStatus) -> list[LowLevelItem]:
         return [row for row in self.rows if attribute(row, "status") == status.value]
@@ -152,7 +153,7 @@ class EntitlementTable:
             if not last:
                 break
             request = {**request, "ExclusiveStartKey": last}
-        rows, stale, cancellation, version = [], [], None, 0
+        rows, stale, cancellation, version, token = [], [], None, 0, None
         for item in items:
             sk = attribute(item, "sk") or ""
             if sk.startswith(ENTITLEMENT_SK_PREFIX):
@@ -162,10 +163,12 @@ class EntitlementTable:
             elif sk.startswith(STALE_SK_PREFIX):
                 stale.append(item)
             elif sk == GUARD_SK:
-                version = _number(item.get("version"))
+                version, token = _number(item.get("version")), attribute(item, "lastWrite")
             elif sk.startswith(IDEMPOTENCY_SK_PREFIX):
                 continue  # read on their own key (service.idempotency)
-        return UserItems(rows=rows, cancellation=cancellation, stale=stale, guard_version=version)
+        return UserItems(
+            rows=rows, cancellation=cancellation, stale=stale, guard_version=version, guard_token=token
+        )
 
     def active_row(self, user_id: str) -> LowLevelItem:
         """The user's Active row, exactly as stored. `UnknownUserError` when the user has no row,

@@ -36,6 +36,7 @@ __all__ = ["EntitlementService", "SignupResult"]
 
 import logging
 import threading
+import uuid
 from dataclasses import dataclass
 
 from adapters import ArrayAccounts
@@ -164,8 +165,12 @@ class EntitlementService:
         transaction (the record's put requires the record to still name it), so a cancellation never
         takes away an account's cleanup schedule. A transaction refused (the guard moved: another write
         for the user came first) is read again and decided afresh."""
+        attempt: tuple[str, str] | None = None  # (token, account) of a transaction refused on its retry
         for _ in range(_CANCEL_READS):
             items = self._table.user_items(user_id)
+            if attempt is not None and items.guard_token == attempt[0]:  # it landed, its answer lost
+                self._count("cancellation")
+                return attempt[1]
             account = _active_account(items, "to cancel")
             held = None if items.cancellation is None else attribute(items.cancellation, "arrayAccountId")
             displacing = held if held and held != account else None
@@ -181,10 +186,12 @@ class EntitlementService:
                 if displacing
                 else None,
                 guard_version=items.guard_version,
+                token=(token := uuid.uuid4().hex),
             )
             try:
                 self._table.transact(transaction)
             except TransactionRefusedError:
+                attempt = (token, account)
                 continue  # another write for the user came first: read again (the row may be gone)
             self._count("cancellation")
             if displacing is not None:
@@ -195,8 +202,12 @@ class EntitlementService:
 
     def reactivate(self, user_id: str) -> str:
         """Reactivate the row the user's cancellation record names; returns its account."""
+        attempt: tuple[str, str] | None = None  # (token, account) of a transaction refused on its retry
         for _ in range(_CANCEL_READS):
             items = self._table.user_items(user_id)
+            if attempt is not None and items.guard_token == attempt[0]:  # it landed, its answer lost
+                self._count("reactivation")
+                return attempt[1]
             if not items.rows:
                 raise UnknownUserError("the user has no entitlement row")
             if items.latest(EntitlementStatus.ACTIVE) is not None:
@@ -213,10 +224,12 @@ class EntitlementService:
                 account,
                 now=self._clock.now(),
                 guard_version=items.guard_version,
+                token=(token := uuid.uuid4().hex),
             )
             try:
                 self._table.transact(transaction)
             except TransactionRefusedError as refused:
+                attempt = (token, account)
                 if (refused.codes or ["?"])[0] in ("None", ""):  # the guard held: the record or row did not
                     raise WrongStateError(
                         "the cancellation record or its Cancelled row changed before the reactivation",

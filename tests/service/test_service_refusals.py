@@ -4,6 +4,7 @@ cannot use. Each is a JSON body naming its code, and what it writes (or not) is 
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from schema.outcomes import OutcomeKind
@@ -131,6 +132,29 @@ def test_a_second_signup_whose_transaction_landed_unanswered_answers_it_written_
     assert answer.json()["retired"] is True
     assert (world.status("u-1", new), world.status("u-1", old)) == ("Active", "Superseded")
     assert world.item("USER#u-1", f"CLEANUP#STALE#{new}") is None
+
+
+@pytest.mark.parametrize("route", ["cancellation", "reactivation"])
+def test_a_cancellation_or_reactivation_whose_transaction_landed_unanswered_answers_200(
+    world: World, route: str
+) -> None:
+    """The retry is refused by the guard the first attempt moved; reading the guard back, the request
+    finds its own write (the guard's lastWrite) and answers it, instead of a 409 for a change it made."""
+    with world.client() as client:
+        account = _signed_up(client, "u-1")
+        if route == "reactivation":
+            assert client.post("/u-1/cancellation").status_code == 200
+        inner = world.counting.transact_write_items
+
+        def landed_unanswered(**kwargs: object) -> dict[str, object]:
+            world.counting.transact_write_items = inner  # type: ignore[method-assign]
+            inner(**kwargs)
+            raise throttled_error("TransactWriteItems")
+
+        world.counting.transact_write_items = landed_unanswered  # type: ignore[method-assign]
+        answer = client.post(f"/u-1/{route}")
+    assert answer.status_code == 200
+    assert world.status("u-1", account) == ("Cancelled" if route == "cancellation" else "Active")
 
 
 # -- downstream services unavailable (503, safe to retry) -------------------------------------------
