@@ -1,29 +1,38 @@
 """`entitlements erasure ...`: the erasure contract from the command line, and this store's subscriber
 (`setup` makes its side of the channel, the one place its queues are made; `worker` runs the worker
-`entitlements.compose` builds; docs/operations/erasure.md)."""
+`entitlements.compose` builds; `try` publishes one request and prints its answer;
+docs/operations/erasure.md)."""
 
 from __future__ import annotations
 
 __all__ = ["app", "erasure_settings"]
 
+import enum
+import json
 import os
 import signal
 import threading
+import time
+import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from config import ErasureSettings, Settings, load_settings
 from entitlements._logging import configure_logging
 from schema.erasure import (
+    CHANNEL_CONSTANTS,
     REQUEST_TYPES,
     ErasureContractError,
     ErasureEnvironmentError,
     ErasureHandlerEnvironment,
     parse_erasure_message,
+    parse_erasure_request,
     refusal_reasons,
+    serialize_erasure_message,
 )
 
 # The worker's parts (processors.erasure, the composition root) are imported by the commands that run
@@ -175,3 +184,159 @@ def worker(
         except ErasureConfigError as refused:
             typer.echo(f"entitlements: erasure worker: refusing to start: {refused}", err=True)
             raise typer.Exit(code=2) from None
+
+
+class TryType(enum.StrEnum):
+    ERASE = "ERASE"
+    CHECK = "CHECK"
+    CLASSIFY = "CLASSIFY"
+
+
+class TryKeyKind(enum.StrEnum):
+    ACCOUNT = "ACCOUNT"
+    ADDRESS = "ADDRESS"
+
+
+_LONG_POLL_SECONDS = 20  # SQS's most
+
+
+def _fail(line: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"entitlements: erasure try: {line}", err=True)
+    return typer.Exit(code=code)
+
+
+def _request_body(
+    request_type: TryType, key_kind: TryKeyKind, key: str, expires_at: str, send_no: int
+) -> bytes:
+    """The request as the account service would publish it: a fresh requestId, expiresAt = now + R,
+    sendNo only where the type has one (ERASE; CHECK and CLASSIFY have none)."""
+    data: dict[str, Any] = {
+        "type": f"erasure/{request_type.value}",
+        "requestId": f"try-{uuid.uuid4()}",
+        "expiresAt": expires_at,
+        "keyKind": key_kind.value,
+        "key": key,
+    }
+    if request_type is TryType.ERASE:
+        data["sendNo"] = send_no
+    return json.dumps(data, ensure_ascii=False).encode()
+
+
+def _topic_arn(sns: Any, name: str) -> str | None:
+    """The erasure topic's ARN, looked up (never created: on AWS the account service owns the topic)."""
+    for page in sns.get_paginator("list_topics").paginate():
+        for topic in page.get("Topics", []):
+            arn = str(topic.get("TopicArn", ""))
+            if arn.rsplit(":", 1)[-1] == name:
+                return arn
+    return None
+
+
+def _answer_to(request_id: str, body: str) -> bool:
+    try:
+        message = parse_erasure_message(body)
+    except ErasureContractError:
+        return False
+    return getattr(message, "request_id", None) == request_id
+
+
+@app.command("try")
+def try_request(
+    request_type: Annotated[TryType, typer.Argument(metavar="ERASE|CHECK|CLASSIFY", case_sensitive=False)],
+    key_kind: Annotated[
+        TryKeyKind, typer.Option("--key-kind", case_sensitive=False, help="ACCOUNT or ADDRESS.")
+    ],
+    key: Annotated[str, typer.Option("--key", help="The account id, or the address (no A to Z).")],
+    wait: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=3600,
+            help="Seconds to wait for the answer; default 30, and for ERASE the second pass's delay + 60.",
+        ),
+    ] = None,
+    send_no: Annotated[int, typer.Option("--send-no", min=1, help="ERASE only: the request's sendNo.")] = 1,
+) -> None:
+    """Publish one valid request on the erasure topic, as the account service would, and print this
+    store's answer (HOLDINGS for CHECK and CLASSIFY, ACK for ERASE) from the responses queue when it
+    comes. For the local stack: `entitlements erasure setup` first, and `entitlements erasure worker`
+    running. The answer's JSON goes to stdout (it echoes the key: it is for the person who asked); the
+    progress lines go to stderr and name neither the key nor the requestId. Exits 0 with an answer, 1
+    when none came within the wait, 2 on a request the contract refuses or a channel not set up.
+    """
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
+    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from processors.erasure import ErasureConfigError  # noqa: PLC0415
+
+    configure_logging()
+    settings, erasure = _settings("try")
+    if send_no != 1 and request_type is not TryType.ERASE:
+        raise _fail(f"--send-no: {request_type.value} has no sendNo (only ERASE does)", code=2)
+    now = clock_from_settings(settings.clock).now()  # the worker's clock: expiresAt is read against it
+    expires = (now + timedelta(seconds=CHANNEL_CONSTANTS.expiry_period_seconds)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%f"
+    )[:-3] + "Z"
+    body = _request_body(request_type, key_kind, key, expires, send_no)
+    try:
+        request = parse_erasure_request(body)  # the models and the JSON Schema, as a store parses it
+    except ErasureContractError as refused:
+        reasons = "; ".join(str(reason) for reason in refusal_reasons(body)) or refused.code.value
+        raise _fail(f"the contract refuses this request: {reasons}", code=2) from None
+    if wait is None:
+        wait = erasure.pass_two_delay_seconds + 60 if request_type is TryType.ERASE else 30
+    import botocore.exceptions  # noqa: PLC0415
+
+    try:
+        with bounded_calls():  # a silent endpoint: one line within seconds
+            sns = aws_client(settings.aws, "sns")
+            lookup = aws_client(settings.aws, "sqs")
+            topic_arn = _topic_arn(sns, erasure.topic_name)
+            if topic_arn is None:
+                raise ErasureConfigError(
+                    f"no erasure topic named {erasure.topic_name}: run entitlements erasure setup"
+                )
+            try:
+                responses_url = lookup.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"]
+            except botocore.exceptions.ClientError:
+                raise ErasureConfigError(
+                    f"no responses queue named {erasure.responses_queue_name}: run entitlements erasure setup"
+                ) from None
+            sns.publish(TopicArn=topic_arn, Message=serialize_erasure_message(request))
+    except ErasureConfigError as refused:
+        raise _fail(str(refused), code=2) from None
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
+        raise _fail(
+            f"the erasure channel did not answer ({type(failed).__name__}): check the endpoint"
+        ) from None
+    typer.echo(
+        f"published {request.type} on {erasure.topic_name}; waiting up to {wait} s for the answer on "
+        f"{erasure.responses_queue_name}",
+        err=True,
+    )
+    # A long poll: its read timeout outlasts its wait (never inside bounded_calls).
+    sqs = aws_client(settings.aws, "sqs", connect_timeout=5, read_timeout=_LONG_POLL_SECONDS + 10)
+    deadline = time.monotonic() + wait
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            received = sqs.receive_message(
+                QueueUrl=responses_url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=max(1, min(_LONG_POLL_SECONDS, int(left))),
+            ).get("Messages", [])
+            for message in received:
+                if _answer_to(request.request_id, str(message.get("Body", ""))):
+                    sqs.delete_message(QueueUrl=responses_url, ReceiptHandle=message["ReceiptHandle"])
+                    typer.echo(message["Body"])
+                    return
+                # Someone else's answer (the account service reads this queue too): back at once.
+                sqs.change_message_visibility(
+                    QueueUrl=responses_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
+        raise _fail(
+            f"the responses queue did not answer ({type(failed).__name__}): check the endpoint"
+        ) from None
+    raise _fail(
+        f"no answer within {wait} s on {erasure.responses_queue_name}: is entitlements erasure worker "
+        "running on this stack? (the request stays valid until its expiresAt; --wait waits longer)"
+    )
