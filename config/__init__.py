@@ -3,6 +3,7 @@
 from config.settings import (
     ArraySettings,
     AwsSettings,
+    CleanupSettings,
     ClockSettings,
     ConsumerSettings,
     ErasureSettings,
@@ -19,6 +20,7 @@ from config.settings import (
 __all__ = [
     "ArraySettings",
     "AwsSettings",
+    "CleanupSettings",
     "ClockSettings",
     "ConsumerSettings",
     "ErasureSettings",

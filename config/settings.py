@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "ArraySettings",
     "AwsSettings",
+    "CleanupSettings",
     "ClockSettings",
     "ConsumerSettings",
     "ErasureSettings",
@@ -214,6 +215,19 @@ class ArraySettings(BaseModel):
     concurrency: int = Field(default=8, ge=1)
 
 
+class CleanupSettings(BaseModel):
+    """The safety valve on Array deletes, which cannot be undone (docs/operations/cleanup.md)."""
+
+    model_config = _FROZEN
+    # `shadow`: a cleanup that passed the guard records `cleanup.would_delete` and stops: no DELETE is
+    # sent to Array and no row is marked Removed. `live`: deletes are sent.
+    mode: Literal["live", "shadow"] = "live"
+    # Array deletes one process may send in any rolling hour; past it the work parks for the retry
+    # worker (nothing lost) and `entitlements_cleanup_deletes_held` rises. Per process: each consumer
+    # child and each retry worker counts its own. None: no budget.
+    delete_budget_per_hour: int | None = Field(default=None, ge=1)
+
+
 class LakeSettings(BaseModel):
     model_config = _FROZEN
     root: str = "var/lake"
@@ -290,6 +304,7 @@ class Settings(BaseSettings):
     clock: ClockSettings = ClockSettings()
     consumer: ConsumerSettings = ConsumerSettings()
     array: ArraySettings = ArraySettings()
+    cleanup: CleanupSettings = CleanupSettings()
     lake: LakeSettings = LakeSettings()
     erasure: ErasureSettings = ErasureSettings()
     service: ServiceSettings = ServiceSettings()

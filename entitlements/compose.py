@@ -60,6 +60,7 @@ from pipeline.shard_consumer import CommitPolicy, RetryPolicy
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
+    DeleteValve,
     LocalDeletionNotes,
     RetryQueues,
     ensure_retry_queues,
@@ -216,6 +217,7 @@ def cleanup_handler(
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
         deletion_notes=clients.deletion_notes,
+        valve=DeleteValve.from_settings(settings.cleanup),  # this process's own budget
     )
 
 
@@ -239,6 +241,7 @@ def retry_worker(
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
         deletion_notes=clients.deletion_notes,
+        valve=DeleteValve.from_settings(settings.cleanup),  # this process's own budget
     )
 
 

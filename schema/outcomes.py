@@ -45,6 +45,9 @@ class OutcomeKind(StrEnum):
     CLEANUP_RETRIED = "cleanup.retried"  # a parked cleanup was attempted again
     CLEANUP_ROW_MARKED = "cleanup.row_marked"  # the entitlement row was set Removed
     CLEANUP_MARK_FAILED = "cleanup.mark_failed"  # best effort step failed (the service design's admitted gap)
+    # Shadow mode (config.CleanupSettings.mode): the guard passed and the delete would have been sent;
+    # none was, and no row was marked. A step, not a final outcome: the account was not deleted.
+    CLEANUP_WOULD_DELETE = "cleanup.would_delete"
     ERASURE_COMPLETED = "erasure.completed"
     # The service's Array link writes (arraylink, from the endpoint or the relinker): no stream record
     # is written for a link (its put changes nothing), so these outcomes are its record.

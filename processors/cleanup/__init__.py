@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "DEFAULT_RETRY_QUEUE_NAME",
     "CleanupHandler",
+    "DeleteValve",
     "DeletedAccountsSource",
     "GuardUnavailableError",
     "LocalDeletionNotes",
@@ -31,3 +32,4 @@ from processors.cleanup._retry_queue import (
     ensure_retry_queues,
     queue_counts,
 )
+from processors.cleanup._valve import DeleteValve

@@ -48,6 +48,7 @@ from processors.cleanup._errors import RetryQueueError
 from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import park_many
+from processors.cleanup._valve import DeleteValve
 from processors.cleanup._work import CleanupWork, cleanup_work_for
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind, OutcomeSink
 
@@ -101,6 +102,7 @@ class CleanupHandler:
         park_reserve_seconds: float | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         deletion_notes: DeletionNotes | None = None,
+        valve: DeleteValve | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -126,6 +128,7 @@ class CleanupHandler:
             clock=clock,
             monotonic=monotonic,
             deletion_notes=deletion_notes,
+            valve=valve,
         )
         self._pending: list[CleanupWork] = []
         # Events given since the last successful flush that need nothing more: (shard id, sequence).

@@ -13,6 +13,10 @@
 3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
    conditional update; best effort: a failure is recorded, never retried.
 
+Between 1 and 2 stands the valve (`DeleteValve`, docs/operations/cleanup.md): in shadow mode the attempt
+records `cleanup.would_delete` and ends (no delete, no mark); past this process's hourly delete budget
+it parks (`delete_budget`) and `entitlements_cleanup_deletes_held` rises.
+
 The attempt records its outcomes in an `AttemptResult` rather than emitting them, so that only one thread
 talks to the sink. The caller may stop waiting for an attempt (its flush's deadline): it then `close`s the
 result, takes the outcomes recorded so far (a delete already answered is not lost), and an attempt that
@@ -42,6 +46,7 @@ from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
 from processors.cleanup._notes import DeletionNotes, NoteState
 from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
+from processors.cleanup._valve import DeleteValve
 from processors.cleanup._work import CleanupWork
 from schema.errors import RetryableError, TerminalError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
@@ -144,8 +149,10 @@ class CleanupProcedure:
         clock: Clock,
         monotonic: Callable[[], float] = time.monotonic,
         deletion_notes: DeletionNotes | None = None,
+        valve: DeleteValve | None = None,
     ) -> None:
         self._dynamodb = dynamodb
+        self._valve = valve if valve is not None else DeleteValve()
         self._array = array
         self._table_name = table_name
         self._clock = clock
@@ -188,6 +195,14 @@ class CleanupProcedure:
             return result
         if self._past(deadline):  # the guard's read took the time left: never start a delete late
             result.park("budget")
+            return result
+        if self._valve.shadow:  # recorded, never sent: the row stays as it is
+            result.add(self.outcome(work, OutcomeKind.CLEANUP_WOULD_DELETE, "shadow"))
+            result.enter("done")
+            return result
+        if not self._valve.take():  # parked, so the retry worker sends it once the hour allows
+            telemetry.cleanup_delete_held()
+            result.park("delete_budget")
             return result
         if not result.enter("array"):
             return result

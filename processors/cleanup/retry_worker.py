@@ -40,6 +40,7 @@ from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many, queue_counts
+from processors.cleanup._valve import DeleteValve
 from processors.cleanup._work import CleanupWork
 from schema.aws_errors import aws_error_code
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
@@ -87,6 +88,7 @@ class RetryWorker:
         messages_per_pass: int | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         deletion_notes: DeletionNotes | None = None,
+        valve: DeleteValve | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -110,6 +112,7 @@ class RetryWorker:
             clock=clock,
             monotonic=monotonic,
             deletion_notes=deletion_notes,
+            valve=valve,
         )
 
     def repark_delay(self, attempt: int) -> int:
