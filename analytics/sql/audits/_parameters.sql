@@ -10,7 +10,7 @@ SET VARIABLE audit_ttl_tolerance_seconds = 3600;             -- how far a ttl ma
 SET VARIABLE audit_overlap_tolerance_seconds = 1.0;          -- overlaps this short are one transaction
 SET VARIABLE audit_outcome_grace_seconds = 3600;             -- time a processor has to record an outcome
 SET VARIABLE audit_known_statuses = ['Active', 'Cancelled', 'Removed', 'Superseded'];
-SET VARIABLE audit_known_item_kinds = ['cancellation', 'entitlement', 'stale'];
+SET VARIABLE audit_known_item_kinds = ['cancellation', 'entitlement', 'guard', 'idempotency', 'stale'];
 SET VARIABLE audit_final_outcomes = ['cleanup.already_deleted', 'cleanup.deleted', 'cleanup.failed', 'cleanup.refused_by_guard'];
 SET VARIABLE audit_deleted_outcomes = ['cleanup.already_deleted', 'cleanup.deleted'];
 -- The erasure exception: users whose deletes an erasure made (empty by default).

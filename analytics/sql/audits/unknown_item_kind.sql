@@ -1,7 +1,7 @@
 -- audit: unknown_item_kind
 -- scope: now
 -- title: Items of an unknown kind
--- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale-account records (CLEANUP#STALE#<account>), nothing else.
+-- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale-account records (CLEANUP#STALE#<account>), the service's guard (#GUARD) and idempotency records (IDEMPOTENCY#<digest>), nothing else.
 -- remediation: Find the writer (event_id). Delete the item if it is stray; if it is a new kind, add it to the table contract (schema/table.py and docs/table.md) first.
 -- docs: docs/table.md#keys
 -- time: changed_at

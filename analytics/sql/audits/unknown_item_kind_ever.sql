@@ -1,7 +1,7 @@
 -- audit: unknown_item_kind_ever
 -- scope: ever
 -- title: Items of an unknown kind ever written
--- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale-account records (CLEANUP#STALE#<account>), nothing else.
+-- invariant: the table holds entitlement rows (ENTITLEMENT#<account>), the cancellation record (CLEANUP#CANCELLATION) and stale-account records (CLEANUP#STALE#<account>), the service's guard (#GUARD) and idempotency records (IDEMPOTENCY#<digest>), nothing else.
 -- remediation: Check `unknown_item_kind` for items still there, and fix the writer (event_id).
 -- docs: docs/table.md#keys
 -- time: first_seen_at
