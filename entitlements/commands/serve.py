@@ -2,7 +2,9 @@
 
 Its host and port are `ENTITLEMENTS_SERVICE__HOST` / `__PORT` (or `--host` / `--port`); Array is
 `ENTITLEMENTS_ARRAY__*`, transactions-service `ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL`. The OpenAPI
-page is `/docs`. Uvicorn's access log is off: request paths hold user ids.
+page is `/docs` (its assets served by the service: it works offline). Several `serve` processes may
+share one table: every write path is guarded in DynamoDB itself (docs/table.md). Uvicorn's access log
+is off: request paths hold user ids.
 """
 
 from __future__ import annotations
