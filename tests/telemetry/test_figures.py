@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 import telemetry
+from config import MetricsSettings
 from processors.cleanup._procedure import make_outcome
 from processors.cleanup._work import CleanupWork
 from processors.cleanup.retry_worker import RetryWorker
@@ -112,3 +114,20 @@ def test_the_iterator_age_is_the_newest_records_and_zero_after_an_empty_read(tmp
     behind = sample("entitlements_consumer_iterator_age_seconds")
     consumer.process([], lambda seq: None)
     assert (behind > 0, sample("entitlements_consumer_iterator_age_seconds")) == (True, 0)
+
+
+def test_a_delete_held_by_the_budget_counts_in_prometheus_and_emf(tmp_path: Path) -> None:
+    path = tmp_path / "emf.jsonl"
+    publisher = telemetry.publish_emf(
+        MetricsSettings(emf_file=path, emf_interval_seconds=3600), process="retry-worker"
+    )
+    assert publisher is not None
+    before = sample("entitlements_cleanup_deletes_held_total")
+    try:
+        telemetry.cleanup_delete_held()
+        publisher.publish()
+    finally:
+        publisher.close()
+    assert sample("entitlements_cleanup_deletes_held_total") == before + 1
+    held = [json.loads(line).get("CleanupDeletesHeld") for line in path.read_text().splitlines()]
+    assert [1.0] in held  # the interval that held it; the closing document says 0
