@@ -77,7 +77,7 @@ class Idempotency:
         self._ttl_seconds = ttl_hours * 3600
         self._stale_after = timedelta(seconds=stale_after_seconds)
 
-    def begin(self, user_id: str, key: str, route: str) -> Claim | Replay:
+    def begin(self, user_id: str, key: str, route: str, *, again: bool = True) -> Claim | Replay:
         """Claim `key` for this request (`route` names the request), or the first answer. Raises
         `IdempotencyKeyReusedError` (another route) and `ConcurrentRequestError` (still in flight)."""
         key_digest, request_digest = _digest(key), _digest(route)
@@ -95,8 +95,10 @@ class Idempotency:
         if self._table.put_if(claim):
             return Claim(key_digest, business_time(now))
         held = self._table.read_item(idempotency_key(user_id, key_digest))
-        if held is None:  # its ttl took it between the two calls: claim it afresh
-            return self.begin(user_id, key, route)
+        if held is None:  # its ttl took it between the two calls: claim it afresh, once
+            if again:
+                return self.begin(user_id, key, route, again=False)
+            raise ConcurrentRequestError("the Idempotency-Key's record kept changing: retry the request")
         if attribute(held, "requestDigest") != request_digest:
             raise IdempotencyKeyReusedError("the Idempotency-Key was sent before with another request")
         status = int(held.get("responseStatus", {}).get("N", IDEMPOTENCY_IN_FLIGHT))
