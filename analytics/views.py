@@ -38,6 +38,7 @@ __all__ = [
     "comment_statements",
     "connect",
     "create_views",
+    "lock_down",
     "read_only_statement",
     "run_read_only",
     "set_mask",
@@ -47,6 +48,8 @@ __all__ = [
     "views_read_by",
 ]
 
+import json
+import os
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -422,14 +425,24 @@ _EXPLAIN = re.compile(r"\A\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?", re.IGNORECASE)
 READ_ONLY_HINT = (
     "only one SELECT runs over the lake's views; write results with --output (CSV, Parquet, JSON)"
 )
+VIEWS_ONLY_HINT = "a query reads only the lake's views (schema/lake.md), never a file or a table function"
 # DuckDB errors whose text quotes only the query, never a row's value.
 _QUOTES_QUERY_ONLY = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException)
+# Where a name in a query may live: DuckDB's default catalog and schema (the views are created there).
+_VIEW_CATALOGS = frozenset({"", "memory"})
+_VIEW_SCHEMAS = frozenset({"", "main"})
+# SHOW / DESCRIBE with no query of their own list the connection's catalog, never a row or a file.
+_SHOW_LISTS = frozenset({'"tables"', "__show_tables_expanded", '"databases"'})
 
 
 def read_only_statement(query: str) -> str:
-    """`query` when it is one read: a single SELECT (FROM, WITH, VALUES, DESCRIBE, SHOW and SUMMARIZE
-    parse as one), or an EXPLAIN of one. Anything else (CREATE, COPY, INSERT, SET, ATTACH, PRAGMA, LOAD,
-    several statements) raises `QueryRefused`, before the lake is touched."""
+    """`query` when it is one read of the lake's views: a single SELECT (FROM, WITH, VALUES, DESCRIBE,
+    SHOW and SUMMARIZE parse as one), or an EXPLAIN of one, whose every table reference (walked in
+    DuckDB's own parse tree) is a view of the lake or a CTE in scope. Anything else raises
+    `QueryRefused`, before the lake is touched: CREATE, COPY, INSERT, SET, ATTACH, PRAGMA, LOAD, several
+    statements; a table function (`read_csv`, `read_parquet`, `glob`, `delta_scan`: any), which would
+    read past the erasure mask or any file on the host; a file path as a table (`FROM 'x.parquet'`);
+    any other table (`erased_users`, DuckDB's catalogs)."""
     try:
         statements = duckdb.extract_statements(query)
     except duckdb.Error as error:
@@ -437,16 +450,96 @@ def read_only_statement(query: str) -> str:
     if len(statements) != 1:
         raise QueryRefused(f"refused: the query holds {len(statements)} statements; {READ_ONLY_HINT}")
     kind = statements[0].type
+    select = None
     if kind == duckdb.StatementType.EXPLAIN:
         try:
             inner = duckdb.extract_statements(_EXPLAIN.sub("", query, count=1))
         except duckdb.Error:
             inner = []
         if len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT:
-            return query
+            select = _EXPLAIN.sub("", query, count=1)
     elif kind == duckdb.StatementType.SELECT:
-        return query
-    raise QueryRefused(f"refused: {kind.name} is not a read; {READ_ONLY_HINT}")
+        select = query
+    if select is None:
+        raise QueryRefused(f"refused: {kind.name} is not a read; {READ_ONLY_HINT}")
+    _refuse_other_sources(_parse_tree(select), frozenset())
+    return query
+
+
+def _parse_tree(select: str) -> Any:
+    """DuckDB's parse tree of one SELECT (`json_serialize_sql`), from a connection that reads nothing."""
+    con = duckdb.connect()
+    try:
+        (text,) = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [select]).fetchone() or ("",)
+    finally:
+        con.close()
+    tree = json.loads(text)
+    if tree.get("error"):
+        # PIVOT/UNPIVOT statements expand into several statements and do not serialise: the
+        # `FROM v PIVOT (...)` form does.
+        raise QueryRefused(
+            f"refused: DuckDB cannot show this statement's table references; {VIEWS_ONLY_HINT}"
+        )
+    return tree["statements"]
+
+
+def _refuse_other_sources(node: Any, ctes: frozenset[str]) -> None:
+    """Walk the parse tree: every table reference must be a lake view or a CTE visible where it is used
+    (a CTE is visible in the node that defines it, recursive ones in their own definitions too)."""
+    if isinstance(node, list):
+        for item in node:
+            _refuse_other_sources(item, ctes)
+        return
+    if not isinstance(node, dict):
+        return
+    cte_map = node.get("cte_map")
+    if isinstance(cte_map, dict):
+        ctes = ctes | {str(entry["key"]).lower() for entry in cte_map.get("map", [])}
+    kind = node.get("type")
+    if kind == "TABLE_FUNCTION":
+        name = node.get("function", {}).get("function_name", "?")
+        raise QueryRefused(f"refused: the table function {name} reads outside the views; {VIEWS_ONLY_HINT}")
+    if kind == "BASE_TABLE" and not _is_view(node, ctes):
+        # A path is never echoed (paths can name people); a plain identifier is a typo worth naming.
+        name = str(node.get("table_name", ""))
+        named = name if _IDENTIFIER.fullmatch(name) and not node.get("schema_name") else "a table"
+        raise QueryRefused(f"refused: the query names {named}, which is not a lake view; {VIEWS_ONLY_HINT}")
+    if kind == "SHOW_REF" and node.get("query") is None and node.get("table_name") not in _SHOW_LISTS:
+        raise QueryRefused(f"refused: SHOW of something that is not a lake view; {VIEWS_ONLY_HINT}")
+    for value in node.values():
+        if isinstance(value, dict | list):
+            _refuse_other_sources(value, ctes)
+
+
+def _is_view(node: dict[str, Any], ctes: frozenset[str]) -> bool:
+    name = str(node.get("table_name", "")).lower()
+    if node.get("catalog_name", "") not in _VIEW_CATALOGS or node.get("schema_name", "") not in _VIEW_SCHEMAS:
+        return False
+    return name in _VIEW_NAME_SET or (
+        name in ctes and not node.get("schema_name") and not node.get("catalog_name")
+    )
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, lake: Lake) -> None:
+    """After `create_views`: the connection reads only the lake's folder and the views' schema anchors,
+    loads and installs no extension, attaches nothing, and no statement can change that (DuckDB's
+    `enable_external_access = false` with `allowed_directories`, then `lock_configuration`). The
+    parse-tree check (`read_only_statement`) is what keeps a query to the views; this holds even where
+    that check would miss something."""
+    names = con.execute(
+        "SELECT name FROM duckdb_variables() WHERE name LIKE '%\\_files' ESCAPE '\\'"
+    ).fetchall()
+    root = lake.uri.rstrip("/") + "/"
+    folders = {root}
+    for (name,) in names:
+        (files,) = con.execute("SELECT getvariable(?)", [name]).fetchone() or ([],)
+        for path in files or []:
+            if not str(path).startswith(root):
+                # A view's schema anchor: a local zero-row file (analytics/lake/_files.anchor_file).
+                folders.add(os.path.dirname(os.path.abspath(str(path))) + "/")
+    con.execute(f"SET allowed_directories = {path_list_literal(sorted(folders))}")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:

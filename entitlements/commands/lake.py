@@ -5,7 +5,9 @@ on the settings' S3 endpoint. Time axes: `--as-of` takes the stream's creation t
 (ApproximateCreationDateTime), not business time from the items; `sql` queries views whose time columns
 say which axis they are (schema/lake.md).
 
-`sql` is read-only: one SELECT, never a write to the lake or anywhere else; its result goes to stdout or,
+`sql` is read-only: one SELECT of the lake's views, never a table function (`read_parquet` on lake files
+would bypass the erasure mask, `read_csv` read any file on the host) nor a file path as a table, never a
+write to the lake or anywhere else; the connection reads only the lake's folder. Its result goes to stdout or,
 with `--output PATH`, to a CSV, Parquet or JSON file (the format from `--format`, else the file's
 suffix). `sql --as-of T` and `snapshot --as-of T` read the lake as it stood at T and write nothing to it
 (`snapshot --as-of T --store` keeps the state in the lake's `snapshots/as_of` table). A missing or empty
@@ -44,7 +46,7 @@ from analytics.lake import (
     snapshot_info,
     state_as_of,
 )
-from analytics.views import connect, run_read_only
+from analytics.views import connect, lock_down, read_only_statement, run_read_only
 from config import load_settings
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
@@ -279,10 +281,13 @@ def sql_command(
     chosen = _output_format(fmt, output, force=force)
     lake = lake_from_settings(settings, create=False)
     _outside_lake(lake.base, lake.is_local, output)
+    # Refused before the lake is read: anything but one SELECT of the views (no table function, no file).
+    read_only_statement(query)
     # Accounts being erased are hidden by every connection, before their files are purged.
     with progress("running the query", every=LINE_SECONDS):
         con = connect(lake, from_snapshot=not from_log, as_of=instant)
         try:
+            lock_down(con, lake)
             result = run_read_only(con, query)
         finally:
             con.close()

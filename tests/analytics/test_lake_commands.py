@@ -97,8 +97,14 @@ def _tree(root: Path) -> list[tuple[str, int]]:
 
 def test_a_bad_query_exits_2_with_duckdbs_reason(landed: tuple[Lake, dict[str, str]]) -> None:
     _, env = landed
+    line = _refused(env, "sql", "SELECT no_such_column FROM changes")
+    assert "query failed: Binder Error" in line and "no_such_column" in line
+
+
+def test_a_name_that_is_not_a_view_is_refused_by_name(landed: tuple[Lake, dict[str, str]]) -> None:
+    _, env = landed
     line = _refused(env, "sql", "SELECT * FROM no_such_view")
-    assert "query failed: Catalog Error" in line and "no_such_view" in line
+    assert "refused: the query names no_such_view, which is not a lake view" in line
 
 
 @pytest.mark.parametrize(
@@ -125,6 +131,45 @@ def test_sql_refuses_anything_but_one_read_and_writes_nothing(
 
     assert "refused" in line and "--output" in line
     assert not out.exists() and _tree(Path(lake.base)) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM read_parquet('{lake}/changes/*/*.parquet')",
+        "SELECT * FROM read_csv('{secret}')",
+        "SELECT count(*) FROM changes WHERE user_id IN (SELECT * FROM read_text('{secret}'))",
+        "FROM glob('{lake}/*')",
+        "FROM delta_scan('{lake}/changes')",
+        "FROM parquet_metadata('{lake}/changes')",
+        "FROM '{secret}'",
+        'SELECT * FROM "{secret}"',
+        "DESCRIBE '{secret}'",
+        "SELECT * FROM erased_users",
+        "SELECT * FROM information_schema.tables",
+        "WITH x AS (FROM read_csv('{secret}')) SELECT * FROM x",
+        "EXPLAIN SELECT * FROM read_csv('{secret}')",
+    ],
+)
+def test_sql_reads_only_the_views_and_refuses_table_functions_and_paths(
+    landed: tuple[Lake, dict[str, str]], tmp_path: Path, query: str
+) -> None:
+    lake, env = landed
+    secret = tmp_path / "secret.csv"
+    secret.write_text("token\nnot-for-the-query\n")
+
+    line = _refused(env, "sql", query.format(lake=lake.base, secret=secret))
+
+    assert "refused" in line and "lake's views" in line
+    assert str(secret) not in line and "not-for-the-query" not in line
+
+
+def test_sql_accepts_ctes_describe_and_show_over_the_views(landed: tuple[Lake, dict[str, str]]) -> None:
+    _, env = landed
+    query = "WITH c AS (SELECT user_id FROM changes) SELECT count(DISTINCT user_id) > 0 AS seen FROM c"
+    assert json.loads(_run(env, "sql", query, "--format", "json")) == [{"seen": True}]
+    assert "user_id" in _run(env, "sql", "DESCRIBE changes", "--format", "csv")
+    assert "entitlements" in _run(env, "sql", "SHOW TABLES", "--format", "csv")
 
 
 def test_sql_on_a_missing_lake_names_it_and_creates_nothing(tmp_path: Path) -> None:

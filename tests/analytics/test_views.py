@@ -26,6 +26,7 @@ from analytics.views import (
     cli_script,
     connect,
     create_views,
+    lock_down,
     set_mask,
     view_comments,
     views_read_by,
@@ -462,3 +463,20 @@ def test_a_caller_mask_adds_to_the_lake_mask_and_never_replaces_it(lake: Lake, h
     con = connect(lake, mask=["u002"])
     hidden = con.execute("SELECT count(*) FROM changes WHERE user_id IN ('u001', 'u002')").fetchall()
     assert hidden == [(0,)]
+
+
+def test_a_locked_down_connection_reads_the_views_and_no_other_file(
+    landed: Lake, history: TableSim, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\n1\n")
+    con = connect(landed)
+    lock_down(con, landed)
+
+    assert con.execute("SELECT count(*) FROM changes").fetchone() == (len(history.events),)
+    with pytest.raises(duckdb.PermissionException):
+        con.execute(f"FROM read_csv({literal(str(secret))})")
+    with pytest.raises(duckdb.PermissionException):
+        con.execute(f"ATTACH {literal(str(tmp_path / 'other.duckdb'))}")
+    with pytest.raises(duckdb.InvalidInputException, match="locked"):
+        con.execute("SET enable_external_access = true")
