@@ -61,7 +61,7 @@ class OutcomeKind(StrEnum):
     ARRAY_ACCOUNT_CREATED = "array.account_created"
     # A signup or second signup that lost the user's guard to a concurrent request (answered 409
     # concurrent_request): the account Array created for it is scheduled on its stale key (detail
-    # `<by>:scheduled_stale`, by = signup or second_signup).
+    # `<by>:scheduled_stale`, by = signup or second_signup; `<by>:row_exists`, `<by>:schedule_failed`).
     SIGNUP_RACE_LOST = "signup.race_lost"
 
 

@@ -291,7 +291,9 @@ class EntitlementService:
             # way the user's Active row is the one this request asked for.
             self._count(f"{by}_found_written")
             return SignupResult(account, written=True, retired=by == "second_signup")
-        if account not in items.accounts():  # a row naming it is the user's: never schedule it
+        detail = f"{by}:row_exists"  # a row naming it is the user's: never schedule it
+        if account not in items.accounts():
+            detail = f"{by}:scheduled_stale"
             now = self._clock.now()
             stale_ttl = dynamo.ttl_after(now, self._policy.stale_entitlement_ttl_days)
             try:
@@ -303,11 +305,12 @@ class EntitlementService:
             except TransactionRefusedError:
                 pass  # a row names it now, or it is scheduled already (a replay): nothing to add
             except EntitlementsError as failed:  # the account_created outcome makes it an audit finding
+                detail = f"{by}:schedule_failed"
                 logger.warning(
                     "lost race schedule failed",
                     extra={"code": getattr(failed, "code", type(failed).__name__)},
                 )
-        self._race_lost(user_id, account, f"{by}:scheduled_stale")
+        self._race_lost(user_id, account, detail)
         raise ConcurrentRequestError(
             "a concurrent request for the user changed its rows first: read them and retry if still needed"
         )
