@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from types import FrameType
 from typing import Annotated, Any
@@ -29,6 +29,7 @@ from schema.erasure import (
     ErasureContractError,
     ErasureEnvironmentError,
     ErasureHandlerEnvironment,
+    ErasureRequest,
     parse_erasure_message,
     parse_erasure_request,
     refusal_reasons,
@@ -198,6 +199,18 @@ class TryKeyKind(enum.StrEnum):
 
 
 _LONG_POLL_SECONDS = 20  # SQS's most
+_FOREIGN_HOLD_SECONDS = 5
+
+
+def _put_back(sqs: Any, queue_url: str, receipts: Iterable[str]) -> None:
+    """Others' answers visible again at once; best effort (a receipt gone stale needs nothing)."""
+    import botocore.exceptions  # noqa: PLC0415
+
+    for receipt in receipts:
+        try:
+            sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+            continue  # it comes back by itself within _FOREIGN_HOLD_SECONDS
 
 
 def _fail(line: str, code: int = 1) -> typer.Exit:
@@ -264,9 +277,7 @@ def try_request(
     progress lines go to stderr and name neither the key nor the requestId. Exits 0 with an answer, 1
     when none came within the wait, 2 on a request the contract refuses or a channel not set up.
     """
-    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
     from pipeline.clock import clock_from_settings  # noqa: PLC0415
-    from processors.erasure import ErasureConfigError  # noqa: PLC0415
 
     configure_logging()
     settings, erasure = _settings("try")
@@ -284,59 +295,84 @@ def try_request(
         raise _fail(f"the contract refuses this request: {reasons}", code=2) from None
     if wait is None:
         wait = erasure.pass_two_delay_seconds + 60 if request_type is TryType.ERASE else 30
-    import botocore.exceptions  # noqa: PLC0415
-
-    try:
-        with bounded_calls():  # a silent endpoint: one line within seconds
-            sns = aws_client(settings.aws, "sns")
-            lookup = aws_client(settings.aws, "sqs")
-            topic_arn = _topic_arn(sns, erasure.topic_name)
-            if topic_arn is None:
-                raise ErasureConfigError(
-                    f"no erasure topic named {erasure.topic_name}: run entitlements erasure setup"
-                )
-            try:
-                responses_url = lookup.get_queue_url(QueueName=erasure.responses_queue_name)["QueueUrl"]
-            except botocore.exceptions.ClientError:
-                raise ErasureConfigError(
-                    f"no responses queue named {erasure.responses_queue_name}: run entitlements erasure setup"
-                ) from None
-            sns.publish(TopicArn=topic_arn, Message=serialize_erasure_message(request))
-    except ErasureConfigError as refused:
-        raise _fail(str(refused), code=2) from None
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
-        raise _fail(
-            f"the erasure channel did not answer ({type(failed).__name__}): check the endpoint"
-        ) from None
+    responses_url = _publish(settings, erasure, request)
     typer.echo(
         f"published {request.type} on {erasure.topic_name}; waiting up to {wait} s for the answer on "
         f"{erasure.responses_queue_name}",
         err=True,
     )
+    answer = _await_answer(settings, responses_url, request.request_id, wait)
+    if answer is not None:
+        typer.echo(answer)
+        return
+    raise _fail(
+        f"no answer within {wait} s on {erasure.responses_queue_name}: is entitlements erasure worker "
+        "running on this stack? (the request stays valid until its expiresAt; --wait waits longer)"
+    )
+
+
+def _publish(settings: Settings, erasure: ErasureSettings, request: ErasureRequest) -> str:
+    """Publish `request` on the erasure topic; the responses queue's URL. Both are looked up (never
+    made: `entitlements erasure setup` makes them), under bounded calls: a silent endpoint is one line
+    within seconds."""
+    import botocore.exceptions  # noqa: PLC0415
+
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
+
+    setup = "run entitlements erasure setup"
+    try:
+        with bounded_calls():
+            sns = aws_client(settings.aws, "sns")
+            topic_arn = _topic_arn(sns, erasure.topic_name)
+            if topic_arn is None:
+                raise _fail(f"no erasure topic named {erasure.topic_name}: {setup}", code=2)
+            try:
+                responses_url = str(
+                    aws_client(settings.aws, "sqs").get_queue_url(QueueName=erasure.responses_queue_name)[
+                        "QueueUrl"
+                    ]
+                )
+            except botocore.exceptions.ClientError:
+                raise _fail(
+                    f"no responses queue named {erasure.responses_queue_name}: {setup}", code=2
+                ) from None
+            sns.publish(TopicArn=topic_arn, Message=serialize_erasure_message(request))
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
+        problem = f"the erasure channel did not answer ({type(failed).__name__}): check the endpoint"
+        raise _fail(problem) from None
+    return responses_url
+
+
+def _await_answer(settings: Settings, responses_url: str, request_id: str, wait: int) -> str | None:
+    """The body of the answer to `request_id`, taken off the responses queue; None after `wait` s."""
+    import botocore.exceptions  # noqa: PLC0415
+
+    from entitlements._clients import aws_client  # noqa: PLC0415
+
     # A long poll: its read timeout outlasts its wait (never inside bounded_calls).
     sqs = aws_client(settings.aws, "sqs", connect_timeout=5, read_timeout=_LONG_POLL_SECONDS + 10)
     deadline = time.monotonic() + wait
+    held: dict[str, str] = {}  # others' answers this command holds invisible: message id -> receipt
     try:
         while (left := deadline - time.monotonic()) > 0:
             received = sqs.receive_message(
                 QueueUrl=responses_url,
                 MaxNumberOfMessages=10,
                 WaitTimeSeconds=max(1, min(_LONG_POLL_SECONDS, int(left))),
+                # Someone else's answer (the account service reads this queue too) is left alone and
+                # comes back after these few seconds: out of the way of ours, and never received in
+                # a tight loop. Put back at once when the command ends.
+                VisibilityTimeout=_FOREIGN_HOLD_SECONDS,
             ).get("Messages", [])
             for message in received:
-                if _answer_to(request.request_id, str(message.get("Body", ""))):
+                body = str(message.get("Body", ""))
+                if _answer_to(request_id, body):
                     sqs.delete_message(QueueUrl=responses_url, ReceiptHandle=message["ReceiptHandle"])
-                    typer.echo(message["Body"])
-                    return
-                # Someone else's answer (the account service reads this queue too): back at once.
-                sqs.change_message_visibility(
-                    QueueUrl=responses_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
+                    return body
+                held[str(message.get("MessageId", ""))] = message["ReceiptHandle"]
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
-        raise _fail(
-            f"the responses queue did not answer ({type(failed).__name__}): check the endpoint"
-        ) from None
-    raise _fail(
-        f"no answer within {wait} s on {erasure.responses_queue_name}: is entitlements erasure worker "
-        "running on this stack? (the request stays valid until its expiresAt; --wait waits longer)"
-    )
+        problem = f"the responses queue did not answer ({type(failed).__name__}): check the endpoint"
+        raise _fail(problem) from None
+    finally:
+        _put_back(sqs, responses_url, held.values())
+    return None
