@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = ["DeleteValve"]
 
+import logging
 import threading
 import time
 from collections import deque
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from config import CleanupSettings
+
+logger = logging.getLogger(__name__)
 
 _HOUR_SECONDS = 3600.0
 
@@ -43,6 +46,13 @@ class DeleteValve:
 
     @classmethod
     def from_settings(cls, settings: CleanupSettings) -> DeleteValve:
+        """The valve a process runs with, said once in its log: a shadow run or a budget is an
+        operator's choice that should never pass unseen."""
+        if settings.mode == "shadow" or settings.delete_budget_per_hour is not None:
+            logger.info(
+                "cleanup delete valve",
+                extra={"mode": settings.mode, "delete_budget_per_hour": settings.delete_budget_per_hour},
+            )
         return cls(shadow=settings.mode == "shadow", budget_per_hour=settings.delete_budget_per_hour)
 
     def take(self) -> bool:

@@ -62,6 +62,16 @@ def test_the_settings_name_the_mode_and_the_budget(monkeypatch: pytest.MonkeyPat
     assert (valve.shadow, valve.budget_per_hour) == (True, 50)
 
 
+def test_a_process_running_a_shadow_or_a_budget_says_so_once_in_its_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("INFO", logger="processors.cleanup._valve"):
+        DeleteValve.from_settings(CleanupSettings(mode="shadow"))
+        DeleteValve.from_settings(CleanupSettings())
+    [line] = [record for record in caplog.records if record.name == "processors.cleanup._valve"]
+    assert (line.getMessage(), getattr(line, "mode", None)) == ("cleanup delete valve", "shadow")
+
+
 def test_a_mode_other_than_live_or_shadow_and_a_budget_below_one_are_refused() -> None:
     with pytest.raises(ValueError, match="mode"):
         CleanupSettings(mode="dry")
