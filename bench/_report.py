@@ -84,6 +84,16 @@ class BenchThreads:
         thread.start()
         return thread
 
+    def join(self, thread: threading.Thread, timeout: float) -> bool:
+        """Wait for `thread` to end; one still running after `timeout` seconds counts as failed (what
+        it holds must not be closed under it). Returns whether it ended."""
+        thread.join(timeout)
+        if thread.is_alive():
+            with self._lock:
+                self._failed.append((thread.name, TimeoutError(f"still running after {timeout:g} s")))
+            return False
+        return True
+
     @property
     def failed(self) -> list[str]:
         with self._lock:
@@ -96,5 +106,6 @@ class BenchThreads:
             return
         for name, error in failed:
             print(f"bench thread {name!r} failed: {type(error).__name__}", file=sys.stderr)
-            traceback.print_exception(error, file=sys.stderr)
+            if error.__traceback__ is not None:
+                traceback.print_exception(error, file=sys.stderr)
         raise SystemExit(1)

@@ -75,6 +75,7 @@ TRAFFIC_WRITES_PER_SECOND = 40.0
 # the consumer's default commit interval.
 PASS_TWO_DELAY_SECONDS = 6
 LANDING_FLUSH_SECONDS = 5.0
+STOP_SECONDS = 120.0  # a thread asked to stop must end within this (a batch in flight finishes first)
 SHARD_FALLBACK = "shardId-bench"
 
 
@@ -372,14 +373,15 @@ def _measure(stack: _Stack, started: float, threads: BenchThreads) -> _Run:
     run.erase_seconds = time.monotonic() - erase_started
     for stop, thread in ((stop_traffic, traffic_thread), (stop_worker, worker_thread)):
         stop.set()
-        thread.join(timeout=30)
-    worker.close()
+        threads.join(thread, timeout=STOP_SECONDS)
+    if not worker_thread.is_alive():
+        worker.close()  # never under a running worker: its next call would fail on the closed pool
     run.stats = worker.stats
     time.sleep(LANDING_FLUSH_SECONDS)  # let the landing see the erasures' REMOVEs, and drop them
     landing.stop.set()
-    landing_thread.join(timeout=30)
+    threads.join(landing_thread, timeout=STOP_SECONDS)
     answers.stop.set()
-    answers_thread.join(timeout=10)
+    threads.join(answers_thread, timeout=STOP_SECONDS)
     run.dropped = landing.dropped
     return run
 

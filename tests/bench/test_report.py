@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from bench._report import BenchThreads
@@ -30,3 +32,15 @@ def test_threads_that_all_return_let_the_bench_go_on() -> None:
     threads.start("worker", seen.append, 1).join()
     threads.check()
     assert seen == [1] and threads.failed == []
+
+
+def test_a_thread_still_running_when_joined_counts_as_failed() -> None:
+    threads = BenchThreads()
+    release = threading.Event()
+    thread = threads.start("erasure worker", release.wait)
+    assert threads.join(thread, timeout=0.05) is False
+    release.set()
+    thread.join()
+    assert threads.failed == ["erasure worker"]
+    with pytest.raises(SystemExit):
+        threads.check()
