@@ -11,16 +11,21 @@ each side's best kept. Two frozen bare loops: the writes the service made before
 (signup's unconditional put, unguarded transactions) and the writes it makes now (the guard in every
 transaction, signup's conditional put inside one). Each route prints both ratios and the milliseconds a
 request the service adds over the new writes' loop. Target: service >= 0.7x the new writes' loop.
-Measured with the guard (2026-12-01, `python -m bench service`, load average 13 to 19 on 2 cores, so
-every absolute figure is a loaded machine's), req/s: service / new-writes loop / old-writes loop, the
-ratio to the new writes (target) and to the old, and the milliseconds a request the service adds over the
-new writes' loop: signup 27.9 / 31.6 / 89 (0.88x, 0.31x, +33 ms); processor 36.6 / 46.7 / 43 (0.78x,
-0.86x, +47 ms); array-signup 15.9 / 25.0 / 30 (0.64x, missed; 0.52x, +184 ms); cancellation 12.3 / 16.8 /
-20 (0.74x, 0.60x, +171 ms); reactivation 27.7 / 30.3 / 40 (0.91x, 0.69x, +25 ms). The old-to-new drop is
-mostly moto's: signup's put became a TransactWriteItems, and moto deep-copies the table for each item of
-every transaction (to roll back: moto 5.2.5, read in its source), so a transaction costs more as the
-table grows; DynamoDB charges a transaction twice a plain write's capacity, and no copy. The service
-processor route is not guarded (docs/table.md), so its two loops differ only by noise.
+Measured with the guard (2026-12-01, `python -m bench service`, two runs of the same code, load average
+13 to 21 on 2 cores, so every figure is a saturated machine's), req/s: service / new-writes loop / old-
+writes loop, the ratio to the new writes (target) and to the old, and the milliseconds a request the
+service adds over the new writes' loop. Run 1: signup 27.9 / 31.6 / 89 (0.88x, 0.31x, +33 ms); processor
+36.6 / 46.7 / 43 (0.78x, 0.86x, +47 ms); array-signup 15.9 / 25.0 / 30 (0.64x, missed; 0.52x, +184 ms);
+cancellation 12.3 / 16.8 / 20 (0.74x, 0.60x, +171 ms); reactivation 27.7 / 30.3 / 40 (0.91x, 0.69x, +25
+ms). Run 2: signup 18.9 / 39.2 / 67 (0.48x, missed; 0.28x, +218 ms); processor 47.7 / 70.1 / 63 (0.68x,
+missed; 0.76x, +54 ms); array-signup 26.9 / 27.0 / 41 (1.00x, 0.66x, +0.5 ms); cancellation 20.6 / 32.3 /
+39 (0.64x, missed; 0.53x, +140 ms); reactivation 15.0 / 31.0 / 34 (0.48x, missed; 0.44x, +277 ms).
+Between the runs each route's ratio moved by up to 0.4: at this load the target is not shown met or
+missed, only the order of the cost. The old-to-new drop is mostly moto's: signup's put became a
+TransactWriteItems, and moto deep-copies the table for each item of every transaction (to roll back: moto
+5.2.5, read in its source), so a transaction costs more as the table grows; DynamoDB charges a
+transaction twice a plain write's capacity, and no copy. The processor route is not guarded
+(docs/table.md), so its two loops differ only by noise.
 
 The service's extra cost is CPU in its own process (~4 ms a signup against the bare loop's ~3 ms of
 client calls, measured per process, before the guard): its HTTP server (uvicorn with httptools: h11's
