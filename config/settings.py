@@ -222,10 +222,12 @@ class CleanupSettings(BaseModel):
     # `shadow`: a cleanup that passed the guard records `cleanup.would_delete` and stops: no DELETE is
     # sent to Array and no row is marked Removed. `live`: deletes are sent.
     mode: Literal["live", "shadow"] = "live"
-    # Array deletes one process may send in any rolling hour; past it the work parks for the retry
-    # worker (nothing lost) and `entitlements_cleanup_deletes_held` rises. Per process: each consumer
-    # child and each retry worker counts its own. None: no budget.
+    # Array deletes sent in any rolling hour; past it the work parks for the retry worker (nothing
+    # lost) and `entitlements_cleanup_deletes_held` rises. None: no budget.
     delete_budget_per_hour: int | None = Field(default=None, ge=1)
+    # Who shares one budget. `process`: each consumer child and each retry worker counts its own.
+    # `host`: every process with the same consumer state folder on this host shares one count.
+    delete_budget_scope: Literal["process", "host"] = "process"
 
 
 class LakeSettings(BaseModel):

@@ -217,7 +217,7 @@ def cleanup_handler(
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
         deletion_notes=clients.deletion_notes,
-        valve=DeleteValve.from_settings(settings.cleanup),  # this process's own budget
+        valve=DeleteValve.from_settings(settings.cleanup, state_dir=settings.consumer.state_dir),
     )
 
 
@@ -241,7 +241,7 @@ def retry_worker(
         concurrency=settings.array.concurrency,
         retry_budget_seconds=settings.array.retry_budget_seconds,
         deletion_notes=clients.deletion_notes,
-        valve=DeleteValve.from_settings(settings.cleanup),  # this process's own budget
+        valve=DeleteValve.from_settings(settings.cleanup, state_dir=settings.consumer.state_dir),
     )
 
 

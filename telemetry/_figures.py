@@ -151,8 +151,8 @@ CLEANUP_DELETES_HELD = Figure(
     (),
     "Array deletes this process held back because its hourly delete budget "
     "(ENTITLEMENTS_CLEANUP__DELETE_BUDGET_PER_HOUR) was spent: the work was parked for the retry "
-    "worker, nothing lost. The budget is per process (each consumer child and each retry worker has "
-    "its own).",
+    "worker, nothing lost. Counted per process; the budget itself is per process or shared by the "
+    "host's processes (ENTITLEMENTS_CLEANUP__DELETE_BUDGET_SCOPE).",
 )
 RETRY_QUEUE_DEPTH = Figure(
     "entitlements_cleanup_retry_queue_depth",

@@ -4,7 +4,10 @@ and past this process's hourly budget the work parks for the retry worker (nothi
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from prometheus_client import REGISTRY
 from config import CleanupSettings, Settings
 from devstack.fake_array import FakeArrayServer
 from processors.cleanup import CleanupHandler, DeleteValve
+from processors.cleanup._valve import BUDGET_FILE_NAME
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from tests.processors.cleanup.cleanup_helpers import ListSink, make_expiry
@@ -53,6 +57,51 @@ def test_the_budget_frees_as_the_hour_rolls_on() -> None:
 def test_without_a_budget_every_delete_may_be_sent() -> None:
     valve = DeleteValve()
     assert all(valve.take() for _ in range(10_000))
+
+
+TAKER = """
+import sys
+from pathlib import Path
+from processors.cleanup import DeleteValve
+valve = DeleteValve(budget_per_hour=int(sys.argv[2]), shared_file=Path(sys.argv[1]))
+print(sum(valve.take() for _ in range(int(sys.argv[3]))))
+"""
+
+
+def test_a_host_budget_holds_across_processes_taking_at_once(tmp_path: Path) -> None:
+    shared = tmp_path / "state" / BUDGET_FILE_NAME
+    takers = [
+        subprocess.Popen(
+            [sys.executable, "-c", TAKER, str(shared), "15", "10"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    taken = [int(taker.communicate(timeout=120)[0]) for taker in takers]
+    assert sum(taken) == 15  # 40 asked for, by four processes at once
+
+
+def test_a_host_budget_frees_as_its_hour_rolls_on(tmp_path: Path) -> None:
+    wall = Ticking()
+    shared = tmp_path / BUDGET_FILE_NAME
+    first = DeleteValve(budget_per_hour=1, shared_file=shared, wall=wall)
+    second = DeleteValve(budget_per_hour=1, shared_file=shared, wall=wall)
+    assert first.take()
+    assert not second.take()
+    wall.now += 3600.0
+    assert second.take()
+
+
+def test_an_unusable_budget_file_refuses_the_delete(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the state folder should be")
+    valve = DeleteValve(budget_per_hour=10, shared_file=tmp_path / "taken" / BUDGET_FILE_NAME)
+    assert not valve.take()
+
+
+def test_the_host_scope_keeps_the_budget_in_the_state_folder(tmp_path: Path) -> None:
+    settings = CleanupSettings(delete_budget_per_hour=5, delete_budget_scope="host")
+    valve = DeleteValve.from_settings(settings, state_dir=tmp_path)
+    assert valve.shared_file == tmp_path / BUDGET_FILE_NAME
+    assert DeleteValve.from_settings(CleanupSettings(delete_budget_per_hour=5)).shared_file is None
 
 
 def test_the_settings_name_the_mode_and_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
