@@ -14,7 +14,7 @@
    conditional update; best effort: a failure is recorded, never retried.
 
 Between 1 and 2 stands the valve (`DeleteValve`, docs/operations/cleanup.md): in shadow mode the attempt
-records `cleanup.would_delete` and ends (no delete, no mark); past this process's hourly delete budget
+records `cleanup.would_delete` and ends (no delete, no mark); past the hourly delete budget
 it parks (`delete_budget`) and `entitlements_cleanup_deletes_held` rises.
 
 The attempt records its outcomes in an `AttemptResult` rather than emitting them, so that only one thread
