@@ -1,13 +1,18 @@
 """The lake's SQL views on a DuckDB connection.
 
-The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order; the same statements work
-in the DuckDB CLI, from any folder: `cli_script` (`entitlements lake views`) prints them whole, with the
-variables, COMMENTs and mask. The lake's tables are Delta tables: delta-rs resolves each table's current
-version to its data files, and DuckDB (its own Parquet reader: no extension) reads those files, named in
-the variables `changes_files`, `outcomes_files` and `state_files`. They read with `union_by_name` (files
-written under older schemas lose no column) and hide every user in the `erased_users` table: the lake's
-erasure mask (`analytics/lake/_mask.py`), read on every connection, plus any a caller adds. Every view
-and column carries a COMMENT from schema/lake.md ("Column meanings").
+The views are defined in `analytics/sql/NN_name.sql`, one per file, run in order. The lake's tables are
+Delta tables: here delta-rs resolves each table's current version to its data files, and DuckDB (its own
+Parquet reader: no extension) reads those files, named in the variables `changes_files`, `outcomes_files`
+and `state_files`. For the DuckDB CLI, `cli_script` (`entitlements lake views`) prints the same views
+over `delta_scan` of each table instead (the delta extension), so a saved script reads each table as it
+is at the query, from any folder or host, with the COMMENTs and the mask, naming no file outside the lake.
+They read with `union_by_name` (files written under older schemas lose no column) and hide every user in
+`erased_users`: the lake's erasure mask (`analytics/lake/_mask.py`), read on every connection, plus any
+a caller adds. Every view and column carries a COMMENT from schema/lake.md ("Column meanings").
+
+`entitlements sql` runs one SELECT of the views and nothing else (`read_only_statement` walks DuckDB's
+parse tree: no table function, no file path as a table), on a connection `lock_down` then confines to
+the lake's folder.
 
 Reads only: no view creation writes to the lake, a lake with no data raises `LakeMissing`, and
 `as_of` (stream time) shows every view as the log stood then (`NoDataAsOf` before its first change).
@@ -82,6 +87,9 @@ from analytics.lake._schema import (
 from analytics.lake.snapshot import _unfolded, snapshot_info
 
 SQL_DIR = Path(__file__).parent / "sql"
+# The files `cli_script` writes differently: the mask (a view of the lake's mask file) and change_files.
+MASK_FILE = "00_mask.sql"
+CHANGE_FILES_FILE = "15_change_files.sql"
 VIEW_NAMES: tuple[str, ...] = (
     "raw_changes",
     "raw_outcomes",
@@ -370,33 +378,118 @@ def comment_statements(con: Any, views: Iterable[str]) -> list[str]:
     return statements
 
 
+# The variable each view's `read_parquet(getvariable(...))` reads, and the Delta table behind it.
+_VARIABLE_TABLES = {
+    "changes_files": CHANGES,
+    "outcomes_files": OUTCOMES,
+    "state_files": STATE_DIR,
+    "audit_failures_files": AUDIT_FAILURES,
+}
+_READ_VARIABLE = re.compile(r"read_parquet\(\s*getvariable\('([a-z_]+)'\)")
+_CHANGE_FILES_TO_DEDUPE = "CREATE OR REPLACE VIEW change_files_to_dedupe"
+
+
+def _call_end(text: str, start: int) -> int:
+    """The index just past the parenthesis closing the call whose `(` is the first after `start`."""
+    depth = 0
+    for index in range(text.index("(", start), len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index + 1
+    raise ValueError("unbalanced parentheses in a view's file")
+
+
+def _over_delta(text: str, sources: dict[str, str], con: Any) -> str:
+    """`text` with each `read_parquet(getvariable('X_files'), ...)` call read through `delta_scan` of its
+    table (keeping `filename = true`), or, for a table with no commit yet, a zero-row relation of the
+    columns the call has now (rerun `lake views` once it has one: a view cannot bind a missing table)."""
+    out, position = [], 0
+    for match in _READ_VARIABLE.finditer(text):
+        if match.start() < position:
+            continue
+        end = _call_end(text, match.start())
+        call = text[match.start() : end]
+        source = sources[match.group(1)]
+        if not source:
+            columns = con.execute(f"DESCRIBE SELECT * FROM {call}").fetchall()  # noqa: S608
+            listed = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind, *_ in columns)
+            source = f"(SELECT {listed} WHERE false)"
+        elif re.search(r"filename\s*=\s*true", call):
+            source = f"{source[:-1]}, filename = true)"
+        out.extend([text[position : match.start()], source])
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _change_files_over_delta(table: str) -> str:
+    """change_files over the Delta table: the same columns as the footer-based view, computed from the
+    rows (the CLI cannot list the log's files; the ranges and counts a footer holds are the rows')."""
+    return (
+        "CREATE OR REPLACE VIEW change_files AS\n"
+        "SELECT filename, count(*) AS rows, min(sequence_key) AS first_key, max(sequence_key) AS last_key,\n"
+        "    min(shard_id) AS first_shard, max(shard_id) AS last_shard,\n"
+        "    min(stream_arn) AS first_stream, max(stream_arn) AS last_stream\n"
+        f"FROM delta_scan({table}, filename = true)\nGROUP BY filename;\n\n"
+    )
+
+
+def _mask_view(lake: Lake) -> str:
+    """erased_users as a view of the lake's erasure mask file, read on every query: a user masked after
+    the script was printed is hidden too. A glob matching no file reads no row (no erasure yet)."""
+    mask = lake.uri_for(MASK_PATH)
+    return (
+        "CREATE OR REPLACE VIEW erased_users AS\n"
+        "SELECT CAST(unnest(CAST(json_extract(content, '$.user_ids') AS VARCHAR[])) AS VARCHAR) AS user_id\n"
+        f"FROM read_text({literal(mask + '*')})\nWHERE filename = {literal(mask)};\n"
+        "COMMENT ON VIEW erased_users IS 'The users an erasure is removing: every view hides their rows.';\n"
+        "COMMENT ON COLUMN erased_users.user_id IS 'A user id in the erasure mask (_erasure/mask.json).';"
+    )
+
+
 def cli_script(lake: Lake, *, include: Iterable[Path] = (), allow_list: AllowList | None = None) -> str:
-    """A self-contained DuckDB script for the DuckDB CLI, from any folder, on a local lake: the variables
-    naming the tables' current files, every view (and the files in `include`, e.g. the mining helper
-    views), their COMMENTs, and the lake's erasure mask read from the lake itself. Raises `LakeMissing`
-    on a lake with no data. `entitlements lake views` prints it."""
+    """A self-contained DuckDB script for the DuckDB CLI (with the delta extension), from any folder or
+    host that reaches the lake: every view over `delta_scan` of the lake's Delta tables (each query reads
+    the tables' versions current then, so the script stays right after later commits), the files in
+    `include` (e.g. the mining helper views), the COMMENTs, and the lake's erasure mask read from the lake
+    on every query. It names no file outside the lake. A table with no commit yet (the audits' stored
+    failures before the first `audit --store-failures`) reads as zero rows until the script is printed
+    again. Raises `LakeMissing` on a lake with no data. `entitlements lake views` prints it."""
     allow = allow_list or default_allow_list()
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
         create_views(con, lake, allow_list=allow)
         comments = comment_statements(con, VIEW_NAMES)
+        sources = {
+            variable: (f"delta_scan({literal(lake.table_uri(table))})" if open_table(lake, table) else "")
+            for variable, table in _VARIABLE_TABLES.items()
+        }
+        texts = []
+        for path in sql_files():
+            text = path.read_text(encoding="utf-8").strip()
+            if path.name == MASK_FILE:
+                texts.append(_mask_view(lake))
+                continue
+            if path.name == CHANGE_FILES_FILE:
+                text = (
+                    _change_files_over_delta(literal(lake.table_uri(CHANGES)))
+                    + text[text.index(_CHANGE_FILES_TO_DEDUPE) :]
+                )
+            texts.append(_over_delta(text, sources, con))
     finally:
         con.close()
     parts = [
-        f"-- The lake's views over {lake.uri} (entitlements lake views). Tables' files as of now: rerun to",
-        "-- see later commits. Columns and time axes: schema/lake.md (and the COMMENTs: duckdb_columns()).",
+        f"-- The lake's views over the Delta tables at {lake.uri} (entitlements lake views). Each query",
+        "-- reads the tables as they are then. Columns and time axes: schema/lake.md (and the COMMENTs:",
+        "-- duckdb_columns()). Needs the delta extension: installed (LOAD delta), or loaded by path first.",
+        "LOAD delta;",
         "SET TimeZone = 'UTC';",
         f"SET VARIABLE lake_root = {literal(lake.uri)};",
-        variables_sql(lake, allow),
-        *(text.strip() for _, _, text in _definitions()),
+        *texts,
         *(path.read_text(encoding="utf-8").strip() for path in include),
         *comments,
     ]
-    if read_mask(lake):
-        mask = literal(lake.uri_for(MASK_PATH))
-        hide = f"INSERT INTO erased_users SELECT unnest(user_ids) FROM read_json({mask});"  # noqa: S608
-        parts.extend(["-- Users an erasure is removing: every view hides them.", hide])
     return "\n".join(parts) + "\n"
 
 

@@ -1,5 +1,6 @@
 """`entitlements lake migrate`, `entitlements lake files` and `entitlements lake views`: the lake's Delta
-tables from the CLI, and the script that opens its views in the DuckDB CLI from any folder:
+tables from the CLI, and the script that opens its views in the DuckDB CLI (with the delta extension)
+from any folder or host that reaches the lake; a saved script stays right after later commits:
 
     duckdb -c "$(entitlements lake views)" -c "FROM entitlements"
     entitlements lake views --include mining > lake.sql && duckdb -init lake.sql
@@ -70,7 +71,8 @@ def views_command(
 ) -> None:
     """Print a DuckDB script that opens the lake's views (with their COMMENTs and the erasure mask) in
     the DuckDB CLI, from any folder: duckdb -c "$(entitlements lake views)" -c "FROM entitlements".
-    The tables' files are those current now: print it again to see later commits."""
+    The views read the Delta tables through the delta extension (`LOAD delta`: installed, or loaded by
+    path first), as they are at each query, and the erasure mask from the lake; nothing outside it."""
     configure_logging("WARNING")
     lake = lake_from_settings(load_settings(), create=False)
     typer.echo(cli_script(lake, include=[_INCLUDED[i] for i in include or []]), nl=False)

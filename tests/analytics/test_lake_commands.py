@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,9 +15,11 @@ from typer.testing import CliRunner
 
 from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, open_lake
+from analytics.lake._duck import delta_extension_path
 from entitlements.cli import app as cli
 from entitlements.commands.lake import app
 from tests.analytics.lakesim import TableSim, replay
+from tests.analytics.test_views import duckdb_cli
 
 
 @pytest.fixture
@@ -283,3 +286,39 @@ def test_sql_hides_the_accounts_an_erasure_is_masking(
     env = {**env, "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state")}
     after = [row["user_id"] for row in json.loads(_run(env, "sql", query, "--format", "json"))]
     assert after == users[1:]
+
+
+def test_lake_views_prints_a_script_the_duckdb_cli_runs_after_later_commits(
+    landed: tuple[Lake, dict[str, str]], history: TableSim, tmp_path: Path
+) -> None:
+    lake, env = landed
+    result = CliRunner().invoke(cli, ["lake", "views", "--include", "mining"], env=env)
+    assert result.exit_code == 0, result.output
+    saved = tmp_path / "lake.sql"
+    saved.write_text(result.stdout)
+    later = TableSim(shards=("shardId-00000009-zzzz",), seed=3)
+    later.random_history(users=3, operations=20)
+    handler = LakeHandler(lake)
+    for event in later.events:
+        handler.add(event)
+    handler.flush()
+    load = f"LOAD '{delta_extension_path()}'"
+    counted = subprocess.run(
+        [
+            duckdb_cli(),
+            "-csv",
+            "-noheader",
+            "-c",
+            load,
+            "-c",
+            f".read {saved}",
+            "-c",
+            "SELECT count(*) FROM changes",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert counted.stdout.split() == [str(len(history.events) + len(later.events))]

@@ -568,3 +568,20 @@ def test_sql_writes_a_text_table_to_a_txt_output(world: World) -> None:
     result = world.run([*COMMANDS["sql"], "--output", "{tmp}/out.txt"])
     assert result.exit_code == 0, result.output
     assert "1 rows" in (world.tmp / "out.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "FROM read_csv('{secret}')",
+        "FROM '{secret}'",
+        "SELECT * FROM read_parquet('{lake}/changes/*/*.parquet')",
+        "ATTACH '{secret}.duckdb' AS other",
+    ],
+)
+def test_sql_reading_past_the_lakes_views_is_one_line_showing_no_path(world: World, query: str) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    secret = world.tmp / "secret.csv"
+    secret.write_text(f"{CANARY}\n")
+    line = refused_on_one_line(world.run(["sql", query.format(secret=secret, lake=world.tmp / "lake")]))
+    assert "refused" in line and CANARY not in line and str(secret) not in line
