@@ -1,4 +1,4 @@
-"""Analytics over the entitlements table's change stream: the Parquet lake and its DuckDB views.
+"""Analytics over the entitlements table's change stream: the Delta lake and its DuckDB views.
 
 `connect(lake)` opens the views, hiding every user an erasure has masked in the lake (always). Reads never
 create a lake: one with no data raises `LakeMissing`, an as-of before its first change `NoDataAsOf`.

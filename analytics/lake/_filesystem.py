@@ -2,8 +2,9 @@
 
 Its tables are Delta tables written and maintained by delta-rs (`storage_options` carry the S3 endpoint
 and credentials to it); pyarrow's filesystem (`fs`) reads the files delta-rs names and the erasure mask.
-DuckDB cannot load its httpfs extension here, so an S3 lake is handed to DuckDB as an fsspec filesystem
-wrapping the same pyarrow filesystem (`Lake.register`)."""
+An S3 lake is handed to DuckDB as an fsspec filesystem wrapping the same pyarrow filesystem
+(`Lake.register`): DuckDB's extension site is not reachable here (`INSTALL httpfs` fails), though the
+httpfs extension wheel from PyPI (`duckdb-extension-httpfs` 1.5.5) loads offline by path on duckdb 1.5.5."""
 
 from __future__ import annotations
 
