@@ -195,19 +195,16 @@ def signup_transaction(
 def lost_race_schedule(
     table_name: str, user_id: str, array_account_id: str, *, stale_ttl: int | AttributeValue, now: datetime
 ) -> list[dict[str, Any]]:
-    """The account Array created for a request that then lost the user's guard to a concurrent one, on
-    its stale key, so that only cleanup ever deletes it at Array: only while no row names that account
-    (Array answered a concurrent request with the same account: it is the user's, not stale) and no
-    cleanup record is on that key."""
+    """The account Array created for a request that then lost the user's guard to a concurrent one: a
+    Superseded row naming it and the stale cleanup record on its key, so that only cleanup ever deletes
+    it at Array and then marks that row Removed, as for any superseded account (with no row, cleanup's
+    last step would find nothing to mark). Only while no row names that account (Array answered a
+    concurrent request with the same account: it is the user's, not stale) and no cleanup record is on
+    that key. No guard: the row is never Active, so it cannot make a second Active row."""
+    row = entitlement_row(user_id, array_account_id, now=now, status=EntitlementStatus.SUPERSEDED)
     record = stale_record(user_id, array_account_id, ttl=stale_ttl, now=now)
     return [
-        {
-            "ConditionCheck": {
-                "TableName": table_name,
-                "Key": low_level(entitlement_key(user_id, array_account_id)),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        },
+        {"Put": new_row_put(table_name, row)},
         {"Put": {"TableName": table_name, "Item": record, "ConditionExpression": "attribute_not_exists(pk)"}},
     ]
 

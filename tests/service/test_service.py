@@ -201,7 +201,7 @@ def test_a_second_signup_losing_to_a_cancellation_is_a_409_and_schedules_its_new
     assert answer.status_code == 409
     assert answer.json()["error"] == "concurrent_request"
     new = world.fake.accounts["u-1"][-1]
-    assert world.status("u-1", new) is None  # never a second row
+    assert world.status("u-1", new) == "Superseded"  # never a second Active row; cleanup marks it Removed
     assert world.status("u-1", old) == "Cancelled"  # its cancellation record still schedules it
     assert world.item("USER#u-1", "CLEANUP#CANCELLATION") is not None
     stale = world.item("USER#u-1", f"CLEANUP#STALE#{new}")

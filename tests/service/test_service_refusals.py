@@ -106,7 +106,7 @@ def test_a_signup_losing_to_a_concurrent_signup_is_a_409_and_schedules_its_own_a
     winner, loser = first[0], world.fake.accounts["u-1"][0]
     assert winner != loser
     assert world.status("u-1", winner) == "Active"
-    assert world.status("u-1", loser) is None
+    assert world.status("u-1", loser) == "Superseded"  # never Active: cleanup marks it Removed
     assert world.item("USER#u-1", f"CLEANUP#STALE#{loser}") is not None
     assert [(o.kind, o.array_account_id) for o in world.recorded()] == [(OutcomeKind.SIGNUP_RACE_LOST, loser)]
 
