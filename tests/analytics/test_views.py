@@ -32,7 +32,9 @@ from analytics.views import (
     view_comments,
     views_read_by,
 )
+from devstack.moto_process import moto_process
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
+from tests.analytics.lake.conftest import new_s3_lake
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import REPLAYED_SOURCE, TableSim, final_outcome, land, replay, state_rows
 from tests.support.lake_templates import LakeTemplates
@@ -519,3 +521,12 @@ def test_a_locked_down_connection_reads_the_views_and_no_other_file(
         con.execute(f"ATTACH {literal(str(tmp_path / 'other.duckdb'))}")
     with pytest.raises(duckdb.InvalidInputException, match="locked"):
         con.execute("SET enable_external_access = true")
+
+
+def test_a_locked_down_connection_reads_a_lake_on_s3(history: TableSim) -> None:
+    with moto_process() as moto:
+        lake = new_s3_lake(moto.endpoint)
+        _land(lake, history)
+        con = connect(lake)
+        lock_down(con, lake)
+        assert con.execute("SELECT count(*) FROM changes").fetchone() == (len(history.events),)
