@@ -568,11 +568,9 @@ def _parse_tree(select: str) -> Any:
         con.close()
     tree = json.loads(text)
     if tree.get("error"):
-        # PIVOT/UNPIVOT statements expand into several statements and do not serialise: the
-        # `FROM v PIVOT (...)` form does.
-        raise QueryRefused(
-            f"refused: DuckDB cannot show this statement's table references; {VIEWS_ONLY_HINT}"
-        )
+        # PRAGMA (parsed as a SELECT of a pragma) and PIVOT/UNPIVOT statements (several statements once
+        # expanded) do not serialise: what they read cannot be checked. `FROM v PIVOT (...)` does.
+        raise QueryRefused(f"refused: a PRAGMA or PIVOT statement is not checked as a read; {READ_ONLY_HINT}")
     return tree["statements"]
 
 
