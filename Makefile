@@ -10,7 +10,14 @@ LAUNCHER_SOURCES := $(shell find $(LAUNCHER_DIR)/src -name '*.java' 2>/dev/null)
 NODE_RUNNER := conformance/node
 NODE_STAMP := $(NODE_RUNNER)/node_modules/.package-lock.json
 
-.PHONY: setup demo test bench debian-tools clean
+# pytest-xdist workers for `make test` and `make check`. Each test file runs whole on one worker (`--dist
+# loadfile`): a module-scoped fixture (a moto process, a local stack, a running daemon) starts once, not once
+# per worker. Files are handed out in the order tests/conftest.py gives (the daemon files first: the longest,
+# mostly waiting on the JVM), so more workers than the 2 cores pay.
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+.PHONY: setup demo test check lint bench debian-tools clean
 
 setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) debian-tools
 
@@ -34,11 +41,18 @@ debian-tools:
 demo: setup
 	$(VENV)/bin/entitlements demo
 
-test: setup
+lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest
+
+# Every test, the KCL daemon tests included.
+test: lint
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL)
+
+# Lint, types and every test that starts no daemon: the quick loop before a commit.
+check: lint
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) -m "not kcl"
 
 bench: setup
 	$(PY) -m bench
