@@ -99,10 +99,9 @@ class DemoOptions:
     clients: int = 8
     races: int = 3  # forced races of each kind (relink vs second signup, relink vs cancellation)
     # Bursts per second of two simultaneous requests for one user (`devstack.service_workload`): the
-    # races the service's own guard must decide, arising by themselves beside the mix. Off by default:
-    # each lost signup's account is deleted by the cleanup with no row to mark Removed, which the audit
-    # `deleted_account_row_not_removed_ever` reports and the verdict counts as unexpected.
-    concurrent_same_user: float = 0.0
+    # races the service's own guard must decide, arising by themselves beside the mix (a loser's account
+    # gets a Superseded row and a stale record, so cleanup deletes it and marks that row Removed).
+    concurrent_same_user: float = 5.0
     # Simulated seconds per real second: 63 days in about 15 real seconds.
     speed: float = 63 * 86_400 / 15
     timeout_seconds: float = 600.0  # for each wait (expiries, the stream's end, the retry queue)

@@ -44,7 +44,7 @@ def demo(
             help="Bursts per second of two simultaneous requests for one user beside the mix (0: none); "
             "a losing request's 409 concurrent_request is a documented answer.",
         ),
-    ] = 0.0,
+    ] = 5.0,
     days_per_second: Annotated[
         float, typer.Option(min=0.1, max=20.0, help="Simulated days per real second (63 days = the policy).")
     ] = 4.2,
