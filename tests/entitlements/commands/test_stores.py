@@ -145,13 +145,10 @@ def test_a_store_the_user_cannot_read_is_one_line_naming_it_and_the_variable_exi
     )
 
 
-@pytest.mark.parametrize("made", [False, True], ids=["missing", "a-file"])
 def test_a_state_folder_that_is_not_there_is_one_line_naming_it_and_the_variable_exit_2(
-    group: Group, tmp_path: Path, made: bool
+    group: Group, tmp_path: Path
 ) -> None:
     state = StateDir(tmp_path / "state")
-    if made:
-        state.root.write_text("not a folder")
     result = entitlements(state, group.command, "list")
     [line] = result.stderr.splitlines()
     assert (result.exit_code, result.stdout) == (2, "")
@@ -159,6 +156,21 @@ def test_a_state_folder_that_is_not_there_is_one_line_naming_it_and_the_variable
     assert line.endswith(
         "set ENTITLEMENTS_CONSUMER__STATE_DIR to the folder `entitlements consume` keeps its state in"
     )
+
+
+def test_a_state_folder_that_is_a_file_is_refused_by_the_settings_in_one_line_exit_2(
+    group: Group, tmp_path: Path
+) -> None:
+    state = StateDir(tmp_path / "state")
+    state.root.write_text("not a folder")
+    result = entitlements(state, group.command, "list")
+    [line] = result.stderr.splitlines()
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert line == (
+        "entitlements: settings refused: ENTITLEMENTS_CONSUMER__STATE_DIR: not_a_folder: names a file, "
+        "not a folder: name a folder (it is made if missing)"
+    )
+    assert state.root.read_text() == "not a folder"  # nothing touched
 
 
 def test_export_writes_every_record_to_a_new_owner_only_file(
