@@ -15,8 +15,8 @@ A bar is drawn only when stderr is a terminal and `entitlements --quiet` was not
 command's result) is never touched. Elsewhere (piped output, CI logs) a step given `every=SECONDS` writes
 one line to stderr each time that long has passed while it runs, from twice that on (`mining
 cleanup_latency: 10 s`, with its counts when known), so that a long step is never minutes of silence; a
-step shorter than that writes nothing, and other steps nothing at all. A bar's or line's text is the step's description and counts,
-never a record's content. rich is imported only when a bar is drawn.
+step shorter than that writes nothing, and other steps nothing at all. A bar's or line's text is the
+step's description and counts, never a record's content. rich is imported only when a bar is drawn.
 """
 
 from __future__ import annotations
