@@ -54,9 +54,14 @@ class Caller:
         headers: dict[str, str] | None = None,
         json: Any = None,
         deadline: float | None = None,
+        retry_unanswered: bool = True,
     ) -> Answer:
+        """`retry_unanswered=False` for a call that is not idempotent (create-user): once an attempt may
+        have reached the server unanswered, no further attempt is made, so the call has at most one
+        effect there; it gives up with `unanswered` set."""
         attempts = 0
         unanswered = False
+        stopped: TransientCall | None = None
         try:
             for attempt in self._retry.retrying(retry_on=TransientCall, deadline=deadline):
                 with attempt:
@@ -65,10 +70,17 @@ class Caller:
                         response = self._once(method, url, headers, json, deadline)
                     except TransientCall as failed:
                         unanswered = unanswered or failed.unanswered
-                        raise
-                    return Answer(response, attempts, unanswered)
+                        if not (failed.unanswered and not retry_unanswered):
+                            raise
+                        stopped = failed  # leaves the retry loop: a second attempt could be a second effect
+                    else:
+                        return Answer(response, attempts, unanswered)
+                if stopped is not None:
+                    break
         except TransientCall as failed:
             raise GaveUp(failed, attempts=attempts, unanswered=unanswered) from None
+        if stopped is not None:
+            raise GaveUp(stopped, attempts=attempts, unanswered=True)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _once(

@@ -178,10 +178,13 @@ class HttpArrayAccounts:
             self._http.close()
 
     def create_user(self, user_id: str) -> str:
+        # Not idempotent at Array (docs/local-stack.md): never re-sent after an attempt that may have
+        # reached it, so one request creates at most one account.
         response = self._call(
             wire.CREATE_USER_METHOD,
             self._base + wire.CREATE_USER_PATH,
             wire.create_user_body(self._app_key.get_secret_value(), user_id),
+            retry_unanswered=False,
         )
         if not response.is_success:
             raise self._refused(response.status_code)
@@ -203,10 +206,12 @@ class HttpArrayAccounts:
         if not response.is_success:
             raise self._refused(response.status_code)
 
-    def _call(self, method: str, url: str, body: object) -> httpx.Response:
+    def _call(self, method: str, url: str, body: object, *, retry_unanswered: bool = True) -> httpx.Response:
         headers = {wire.SERVER_TOKEN_HEADER: self._server_token.get_secret_value()}
         try:
-            return self._caller.call(method, url, headers=headers, json=body).response
+            return self._caller.call(
+                method, url, headers=headers, json=body, retry_unanswered=retry_unanswered
+            ).response
         except GaveUp as failed:
             logger.info("downstream gave up", extra={"service": "array", "code": failed.code})
             raise self.errors.unavailable(f"array unavailable ({failed.code})", "array_unavailable") from None

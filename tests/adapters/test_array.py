@@ -17,9 +17,11 @@ from adapters import (
     ArrayRequestRejected,
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
+    HttpArrayAccounts,
     HttpArrayClient,
+    RetryPolicy,
 )
-from config import ArraySettings
+from config import ArraySettings, ServiceSettings
 from devstack.fake_array import FakeArrayServer
 from schema.errors import RetryableError, TerminalError
 
@@ -330,3 +332,56 @@ def test_an_unreachable_array_is_logged_at_warning_with_its_code_and_no_user(
         "ConnectError",
         False,
     )
+
+
+# -- create-user: not idempotent at Array, so never re-sent after it may have arrived --------------
+
+
+def _accounts(handler: Callable[[httpx.Request], httpx.Response]) -> tuple[HttpArrayAccounts, list[str]]:
+    seen: list[str] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return handler(request)
+
+    settings = ArraySettings(
+        base_url="http://127.0.0.1:9/", app_key=SecretStr(APP_KEY), server_token=SecretStr(TOKEN)
+    )
+    clock = FakeTime()
+    accounts = HttpArrayAccounts(
+        settings,
+        ServiceSettings(),
+        http=httpx.Client(transport=httpx.MockTransport(record)),
+        retry=RetryPolicy(4, 0.1, 1.0, sleep=clock.sleep, monotonic=clock.monotonic),
+    )
+    return accounts, seen
+
+
+def _created(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(201, json={"userId": "array-user-new"})
+
+
+@pytest.mark.parametrize("first", [_read_timeout, _status(503)], ids=["a read timeout", "a 5xx"])
+def test_a_create_user_that_may_have_reached_array_unanswered_is_sent_once_and_gives_up(
+    first: Callable[[httpx.Request], httpx.Response],
+) -> None:
+    accounts, seen = _accounts(_first_then(first, 201))
+    with pytest.raises(RetryableError):
+        accounts.create_user("user-1")
+    assert len(seen) == 1  # a second request could have made a second account
+
+
+@pytest.mark.parametrize("first", [_connect_error, _status(429)], ids=["a refused connection", "a 429"])
+def test_a_create_user_array_never_applied_is_retried(
+    first: Callable[[httpx.Request], httpx.Response],
+) -> None:
+    calls = 0
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return first(request) if calls == 1 else _created(request)
+
+    accounts, seen = _accounts(answer)
+    assert accounts.create_user("user-1") == "array-user-new"
+    assert len(seen) == 2
