@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["Answer", "Caller", "GaveUp", "pooled_http", "refusal_code", "text_field"]
+__all__ = ["Answer", "Caller", "GaveUp", "ServiceCalls", "pooled_http", "refusal_code", "text_field"]
 
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from adapters.errors import TransientCall, transient_from_status, transient_from_transport
+from adapters.errors import DownstreamErrors, TransientCall, transient_from_status, transient_from_transport
 from adapters.retry import MIN_ATTEMPT_SECONDS, RetryPolicy
+from config import ServiceSettings
 
 
 def pooled_http(concurrency: int) -> httpx.Client:
@@ -102,6 +103,41 @@ class Caller:
         if transient is not None:
             raise transient
         return response
+
+
+class ServiceCalls:
+    """What the service's downstream clients (Array's accounts, transactions-service) share: a base URL,
+    a pooled httpx client (closed by `close` only when made here), one `Caller` on the service's timeout
+    and retry policy, and how failures are raised (`errors`: the class attribute, or the argument)."""
+
+    errors = DownstreamErrors()
+
+    def __init__(
+        self,
+        base_url: str,
+        service: ServiceSettings,
+        *,
+        http: httpx.Client | None = None,
+        retry: RetryPolicy | None = None,
+        errors: DownstreamErrors | None = None,
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self._owns_http = http is None
+        self._http = http or pooled_http(service.relinker_concurrency)
+        self._caller = Caller(
+            self._http,
+            timeout=service.http_timeout_seconds,
+            retry=retry or RetryPolicy.from_settings(service),
+        )
+        if errors is not None:
+            self.errors = errors
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base={self._base!r})"
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
 
 
 def text_field(response: httpx.Response, name: str) -> str | None:

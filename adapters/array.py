@@ -30,7 +30,7 @@ from typing import Protocol
 import httpx
 from pydantic import SecretStr
 
-from adapters._caller import Caller, GaveUp, pooled_http, refusal_code, text_field
+from adapters._caller import Caller, GaveUp, ServiceCalls, pooled_http, refusal_code, text_field
 from adapters.errors import (
     ArrayCredentialError,
     ArrayRequestRejected,
@@ -142,11 +142,9 @@ class HttpArrayClient:
         raise ArrayRequestRejected(status)
 
 
-class HttpArrayAccounts:
+class HttpArrayAccounts(ServiceCalls):
     """`ArrayAccounts` over HTTP. Thread-safe. Failures are raised as `errors` say (class attribute,
     or the `errors` argument)."""
-
-    errors = DownstreamErrors()
 
     def __init__(
         self,
@@ -157,25 +155,9 @@ class HttpArrayAccounts:
         retry: RetryPolicy | None = None,
         errors: DownstreamErrors | None = None,
     ) -> None:
-        self._base = settings.base_url.rstrip("/")
+        super().__init__(settings.base_url, service, http=http, retry=retry, errors=errors)
         self._app_key = settings.app_key
         self._server_token = settings.server_token
-        self._owns_http = http is None
-        self._http = http or pooled_http(service.relinker_concurrency)
-        self._caller = Caller(
-            self._http,
-            timeout=service.http_timeout_seconds,
-            retry=retry or RetryPolicy.from_settings(service),
-        )
-        if errors is not None:
-            self.errors = errors
-
-    def __repr__(self) -> str:
-        return f"HttpArrayAccounts(base={self._base!r})"
-
-    def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
 
     def create_user(self, user_id: str) -> str:
         # Not idempotent at Array (docs/local-stack.md): never re-sent after an attempt that may have

@@ -19,7 +19,7 @@ from typing import Protocol
 import httpx
 from pydantic import SecretStr
 
-from adapters._caller import Caller, GaveUp, pooled_http, refusal_code, text_field
+from adapters._caller import GaveUp, ServiceCalls, refusal_code, text_field
 from adapters.errors import DownstreamErrors
 from adapters.retry import RetryPolicy
 from config import ServiceSettings
@@ -40,11 +40,9 @@ class Transactions(Protocol):
     def primary_account(self, user_id: str) -> PrimaryAccount: ...
 
 
-class HttpTransactions:
+class HttpTransactions(ServiceCalls):
     """`Transactions` over HTTP. Thread-safe. Failures are raised as `errors` say (class attribute, or
     the `errors` argument)."""
-
-    errors = DownstreamErrors()
 
     def __init__(
         self,
@@ -54,23 +52,7 @@ class HttpTransactions:
         retry: RetryPolicy | None = None,
         errors: DownstreamErrors | None = None,
     ) -> None:
-        self._base = service.transactions_base_url.rstrip("/")
-        self._owns_http = http is None
-        self._http = http or pooled_http(service.relinker_concurrency)
-        self._caller = Caller(
-            self._http,
-            timeout=service.http_timeout_seconds,
-            retry=retry or RetryPolicy.from_settings(service),
-        )
-        if errors is not None:
-            self.errors = errors
-
-    def __repr__(self) -> str:
-        return f"HttpTransactions(base={self._base!r})"
-
-    def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
+        super().__init__(service.transactions_base_url, service, http=http, retry=retry, errors=errors)
 
     def primary_account(self, user_id: str) -> PrimaryAccount:
         try:
