@@ -329,7 +329,10 @@ def test_erasure_worker_before_erasure_setup_names_the_setup(world: World) -> No
 
 
 def test_the_cleanup_retry_worker_before_cleanup_setup_names_the_setup(world: World) -> None:
-    line = refused_on_one_line(world.run(COMMANDS["cleanup retry-worker"]))
+    # A queue of this test's own: the default name may have been made on the session's moto by any
+    # other test that ran `cleanup setup` in this process.
+    queue = f"{world.env['ENTITLEMENTS_CONSUMER__TABLE_NAME']}-cleanup-retry"
+    line = refused_on_one_line(world.run([*COMMANDS["cleanup retry-worker"], "--queue-name", queue]))
     assert "run `entitlements cleanup setup` first" in line
 
 
