@@ -21,8 +21,8 @@ def moto_s3_endpoint() -> Iterator[str]:
         yield moto.endpoint
 
 
-def new_s3_lake(endpoint: str) -> Lake:
-    """A lake under a bucket of its own on the moto at `endpoint`."""
+def new_s3_root(endpoint: str) -> str:
+    """A new bucket on the moto at `endpoint`; returns the lake root in it."""
     bucket = f"lake-{uuid.uuid4().hex[:12]}"
     client = boto3.client(
         "s3",
@@ -32,8 +32,13 @@ def new_s3_lake(endpoint: str) -> Lake:
         aws_secret_access_key="testing",
     )
     client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    return f"s3://{bucket}/entitlements"
+
+
+def new_s3_lake(endpoint: str) -> Lake:
+    """A lake under a bucket of its own on the moto at `endpoint`."""
     return open_lake(
-        f"s3://{bucket}/entitlements",
+        new_s3_root(endpoint),
         endpoint_url=endpoint,
         region="eu-west-1",
         access_key="testing",

@@ -8,11 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
 
 from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, open_lake, purge_users
@@ -21,6 +19,7 @@ from analytics.lake._files import TABLES
 from analytics.views import connect
 from devstack.moto_process import moto_process
 from tests.analytics.lake.concurrent_writer import RACE_TABLES, SHARDS, history, lake_at
+from tests.analytics.lake.conftest import new_s3_root
 from tests.analytics.lake.delta_files import table_ids
 from tests.analytics.lakesim import TableSim
 
@@ -143,22 +142,8 @@ def moto_s3() -> Iterator[str]:
         yield moto.endpoint
 
 
-def _bucket(endpoint: str) -> str:
-    """A new bucket on moto's S3; returns the lake root in it."""
-    bucket = f"lake-{uuid.uuid4().hex[:12]}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="eu-west-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-    client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    return f"s3://{bucket}/entitlements"
-
-
 def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
-    root = _bucket(moto_s3)
+    root = new_s3_root(moto_s3)
     assert _run_writers(root, moto_s3) == [0] * WRITERS
     _check(lake_at(root, moto_s3))
 
@@ -171,7 +156,7 @@ def test_writer_processes_append_to_an_s3_lake_at_once(moto_s3: str) -> None:
     strict=False, reason="known defect: an S3 append meeting purges' log clean-up lost rows once"
 )
 def test_writer_processes_land_through_erasures_cleaning_an_s3_lakes_log(moto_s3: str) -> None:
-    root = _bucket(moto_s3)
+    root = new_s3_root(moto_s3)
     assert _erase_while_writing(lake_at(root, moto_s3), root, moto_s3) == [0] * WRITERS
     _rows_check(lake_at(root, moto_s3))
 
@@ -179,6 +164,6 @@ def test_writer_processes_land_through_erasures_cleaning_an_s3_lakes_log(moto_s3
 def test_first_writer_processes_creating_an_s3_lake_at_once_make_one_table_each(
     moto_s3: str, tmp_path: Path
 ) -> None:
-    root = _bucket(moto_s3)
+    root = new_s3_root(moto_s3)
     assert _run_creators(root, tmp_path / "go", moto_s3) == [0] * WRITERS
     _one_table_each(lake_at(root, moto_s3))
