@@ -9,6 +9,9 @@ LAUNCHER_SOURCES := $(shell find $(LAUNCHER_DIR)/src -name '*.java' 2>/dev/null)
 # The erasure twins' JavaScript reference (ajv, ajv-formats), pinned by its package-lock.json.
 NODE_RUNNER := conformance/node
 NODE_STAMP := $(NODE_RUNNER)/node_modules/.package-lock.json
+# The Delta jars for pyspark (scripts/spark/pom.xml), local files the Spark test hands to spark.jars.
+SPARK_JARS := $(VENV)/spark-jars
+SPARK_STAMP := $(SPARK_JARS)/.copied
 
 # pytest-xdist workers for `make test` and `make check`. Each test file runs whole on one worker (`--dist
 # loadfile`): a module-scoped fixture (a moto process, a local stack, a running daemon) starts once, not once
@@ -19,7 +22,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: setup demo test check lint bench debian-tools clean
 
-setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) debian-tools
+setup: $(STAMP) $(LAUNCHER) $(NODE_STAMP) $(SPARK_STAMP) debian-tools
 
 $(STAMP): pyproject.toml scripts/install.py
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +32,14 @@ $(STAMP): pyproject.toml scripts/install.py
 
 $(LAUNCHER): $(LAUNCHER_SOURCES)
 	mvn -q -B -f $(LAUNCHER_DIR)/pom.xml package -DskipTests
+
+# Copied into a scratch folder, then moved in: an interrupted copy leaves no stamp and no half a folder.
+$(SPARK_STAMP): scripts/spark/pom.xml | $(STAMP)
+	rm -rf $(SPARK_JARS) $(SPARK_JARS).partial
+	mvn -q -B -f scripts/spark/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=$(abspath $(SPARK_JARS)).partial
+	mv $(SPARK_JARS).partial $(SPARK_JARS)
+	touch $(SPARK_STAMP)
 
 $(NODE_STAMP): $(NODE_RUNNER)/package.json $(NODE_RUNNER)/package-lock.json
 	npm ci --prefix $(NODE_RUNNER) --no-audit --no-fund

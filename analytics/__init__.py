@@ -2,12 +2,13 @@
 
 `connect(lake)` opens the views, hiding every user an erasure has masked in the lake (always). Reads never
 create a lake: one with no data raises `LakeMissing`, an as-of before its first change `NoDataAsOf`.
+
+The names are loaded on first use (as `pipeline`'s face does): importing a light module under
+`analytics` (the SQL folder, a report format for a command's options) does not load delta-rs, DuckDB
+or pyarrow, so `entitlements <command> --help` stays quick.
 """
 
-from analytics.deleted_accounts import LakeDeletedAccounts
-from analytics.erasure import AnalyticsLakeEraser
-from analytics.lake import Lake, LakeHandler, LakeMissing, NoDataAsOf, lake_from_settings, open_lake, snapshot
-from analytics.views import connect
+from __future__ import annotations
 
 __all__ = [
     "AnalyticsLakeEraser",
@@ -21,3 +22,37 @@ __all__ = [
     "open_lake",
     "snapshot",
 ]
+
+from typing import TYPE_CHECKING
+
+from schema.faces import lazy_names
+
+if TYPE_CHECKING:
+    from analytics.lake import (
+        Lake,
+        LakeHandler,
+        LakeMissing,
+        NoDataAsOf,
+        lake_from_settings,
+        open_lake,
+        snapshot,
+    )
+    from analytics.lake.deleted_accounts import LakeDeletedAccounts
+    from analytics.lake.eraser import AnalyticsLakeEraser
+    from analytics.lake.views import connect
+
+_HOME = {
+    "AnalyticsLakeEraser": "analytics.lake.eraser",
+    "Lake": "analytics.lake",
+    "LakeDeletedAccounts": "analytics.lake.deleted_accounts",
+    "LakeHandler": "analytics.lake",
+    "LakeMissing": "analytics.lake",
+    "NoDataAsOf": "analytics.lake",
+    "connect": "analytics.lake.views",
+    "lake_from_settings": "analytics.lake",
+    "open_lake": "analytics.lake",
+    "snapshot": "analytics.lake",
+}
+
+
+__getattr__ = lazy_names(__name__, _HOME)

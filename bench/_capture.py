@@ -58,11 +58,12 @@ from bench.bench_child import (
 )
 from devstack.direct_writes import DirectWrites
 from devstack.moto_server import MotoServer
-from devstack.simulator import SimulationConfig, run_simulation
+from devstack.simulator import run_simulation
 from devstack.ttl_emulator import TtlEmulator
+from devstack.workload import SimulationConfig
 from pipeline._files import write_private_file
-from pipeline.clock import SimulatedClock
 from pipeline.tables import create_table
+from schema.clock import SimulatedClock
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = REPO / ".cache" / "bench"

@@ -8,7 +8,15 @@ stream read back, and the child's pid.
 
 from __future__ import annotations
 
-__all__ = ["LAUNCHER_JAR", "REPO", "bench_daemon", "bench_settings", "child_pid", "stream_sequence_numbers"]
+__all__ = [
+    "LAUNCHER_JAR",
+    "REPO",
+    "bench_daemon",
+    "bench_settings",
+    "child_pid",
+    "process_cpu_seconds",
+    "stream_sequence_numbers",
+]
 
 import dataclasses
 import sys
@@ -95,3 +103,15 @@ def child_pid(jvm: int, module: str = "entitlements.child") -> int | None:
         if parent == jvm and "python" in Path(command[0].decode()).name and module.encode() in command:
             return int(stat.parent.name)
     return None
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """A live process's CPU time, user + system, every thread: the scheduler's nanosecond runtimes
+    (/proc/<pid>/task/*/schedstat). /proc/<pid>/stat counts 10 ms ticks, too coarse for a figure a record."""
+    total = 0
+    for schedstat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(schedstat.read_text().split()[0])
+        except OSError:  # a thread ended meanwhile
+            continue
+    return total / 1e9

@@ -1,8 +1,9 @@
-"""moto in its own process for the benchmarks, and boto3 clients pointed at it (loopback only)."""
+"""moto in its own process for the benchmarks, boto3 clients pointed at it (loopback only), and the
+service times the project's moto server kept."""
 
 from __future__ import annotations
 
-__all__ = ["REGION", "moto_client", "moto_server"]
+__all__ = ["GET_RECORDS", "REGION", "moto_client", "moto_server", "served_calls"]
 
 import socket
 import subprocess
@@ -15,6 +16,8 @@ from typing import Any
 import boto3
 import httpx
 from botocore.config import Config
+
+from devstack.moto_server import SERVICE_TIMES_PATH, ServedCall
 
 REGION = "eu-west-1"
 
@@ -58,3 +61,13 @@ def moto_client(endpoint: str, service: str, config: Config) -> Any:
         aws_secret_access_key="bench",
         config=config,
     )
+
+
+GET_RECORDS = "DynamoDBStreams_20120810.GetRecords"
+
+
+def served_calls(endpoint: str, action: str | None = None) -> list[ServedCall]:
+    """The serialised calls the project's moto server at `endpoint` has served (the last 100,000), each
+    with its service time under the DynamoDB lock (`devstack.moto_server`); only `action`'s if given."""
+    rows = httpx.get(f"{endpoint}{SERVICE_TIMES_PATH}", timeout=60).json()
+    return [ServedCall(*row) for row in rows if action is None or row[0] == action]

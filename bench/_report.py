@@ -4,13 +4,16 @@ instead of a run that prints every target met."""
 
 from __future__ import annotations
 
-__all__ = ["BenchThreads", "Figure", "best_of", "print_figures"]
+__all__ = ["BenchThreads", "Figure", "best_of", "burners", "print_figures"]
 
+import contextlib
+import os
+import subprocess
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,15 +55,33 @@ def _number(value: float) -> str:
 
 
 def print_figures(title: str, figures: list[Figure]) -> None:
-    print(f"\n== {title}")
+    # The load beside every figure: timings on a shared machine mean little without it.
+    one, five, fifteen = os.getloadavg()
+    print(f"\n== {title}  (load average {one:.1f} {five:.1f} {fifteen:.1f})")
     for f in figures:
         verdict = "" if f.met is None else ("  [target met]" if f.met else "  [TARGET MISSED]")
         print(
             f"  {f.name}: {_number(f.value)} {f.unit}  |  baseline {f.baseline_name}: "
             f"{_number(f.baseline_value)} {f.unit}  |  ratio {f.ratio:.2f}x"
-            + (f"  (target {f.target})" if f.target else "")
+            # A figure printed without a target says so, so that a missing target is not mistaken for a
+            # met one; its name or title says why it has none.
+            + (f"  (target {f.target})" if f.target else "  (no target)")
             + verdict
         )
+
+
+@contextlib.contextmanager
+def burners(count: int | None = None) -> Iterator[int]:
+    """`count` busy-looping processes (default one per core) for the block: a figure measured "beside
+    a burner" meets a machine whose cores are taken by other work. Yields how many run."""
+    wanted = count if count is not None else os.cpu_count() or 1
+    running = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(wanted)]
+    try:
+        yield wanted
+    finally:
+        for burner in running:
+            burner.kill()
+            burner.wait()
 
 
 class BenchThreads:

@@ -186,6 +186,9 @@ def _chunk_table(
         columns[f"{side}_ttl"] = pc.if_else(on_ttl, ttl, pa.scalar(None, pa.int64()))
         columns[f"{side}_ttl_raw"] = pc.if_else(on_ttl, pc.cast(ttl, pa.string()), null)
         columns[f"{side}_ttl_type"] = pc.if_else(on_ttl, pa.scalar("N"), null)
+        # The texts above carry no offset, so their parsed twins are NULL, as the landing makes them.
+        for twin in ("item_created_at_ts", "item_updated_at_ts"):
+            columns[f"{side}_{twin}"] = pa.nulls(n, pa.timestamp("us", tz="UTC"))
     return columns
 
 

@@ -32,7 +32,7 @@ from analytics.lake._duck import literal, load_delta_extension
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._fold import read_table
 from analytics.lake.compaction import tier_target
-from analytics.views import SQL_DIR, connect, create_views
+from analytics.lake.views import SQL_DIR, connect, create_views
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import generate_lake
 

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from analytics.lake import LakeHandler, changes_schema, default_allow_list, open_lake, snapshot
 from analytics.lake._delta import active_files, open_table
+from analytics.lake._files import ensure_layout
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
 from config import LakeSettings
@@ -42,6 +43,7 @@ from pipeline.events import (
 from schema.table import CleanupRecord, EntitlementRow, ItemKind
 
 LANDING_EVENTS = 300_000
+LANDING_RUNS = 3
 SHORT_RUN, LONG_RUN = 100_000, 1_000_000
 SNAPSHOT_ROWS = 10_000_000
 SHARD = "shardId-00000001700000000000-a1"
@@ -135,15 +137,21 @@ def _landing() -> list[Figure]:
     pool = _pool()
     events = list(_events(LANDING_EVENTS, pool))
     with tempfile.TemporaryDirectory() as root:
-        lake = open_lake(os.path.join(root, "lake"))
+        # Each timed run lands into a lake of its own, made (tables created) before the timing: into
+        # one lake, the second and third runs were replays, every row looked up and dropped, and the
+        # best of three could be a run that wrote nothing.
+        lakes = [open_lake(os.path.join(root, f"lake-{n}")) for n in range(LANDING_RUNS)]
+        for made in lakes:
+            ensure_layout(made, default_allow_list())
+        unused, lake = iter(lakes), lakes[0]
 
         def land() -> None:
-            handler = LakeHandler(lake, LakeSettings(flush_rows=50_000, flush_seconds=3600))
+            handler = LakeHandler(next(unused), LakeSettings(flush_rows=50_000, flush_seconds=3600))
             for event in events:
                 handler.add(event)
             handler.flush()
 
-        landing_seconds = best_of(3, land)
+        landing_seconds = best_of(LANDING_RUNS, land)
         files = [f"changes/{path}" for path, _ in active_files(open_table(lake, "changes"))]
         schema = changes_schema(default_allow_list())
         landed = pa.concat_tables([pq.read_table(lake.path(f)) for f in files]).select(schema.names)
@@ -155,13 +163,17 @@ def _landing() -> list[Figure]:
 
         bare_seconds = best_of(3, bare)
     print(f"  landing: {LANDING_EVENTS:,} events -> {len(files)} files")
+    assert landed.num_rows == LANDING_EVENTS, "a timed run landed another number of rows"
+    handler_rate, bare_rate = LANDING_EVENTS / landing_seconds, landed.num_rows / bare_seconds
     return [
         Figure(
             name="landing throughput (LakeHandler: typed events -> zstd Parquet)",
-            value=LANDING_EVENTS / landing_seconds,
+            value=handler_rate,
             unit="events/s",
             baseline_name="bare pyarrow write of the same rows (column lists -> Parquet)",
-            baseline_value=landed.num_rows / bare_seconds,
+            baseline_value=bare_rate,
+            target="ratio >= 0.5",
+            met=handler_rate / bare_rate >= 0.5,
         )
     ]
 

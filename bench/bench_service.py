@@ -88,7 +88,7 @@ from botocore.config import Config
 from pydantic import SecretStr
 
 from bench._moto import moto_client
-from bench._report import Figure, print_figures
+from bench._report import BenchThreads, Figure, print_figures
 from config import (
     ArraySettings,
     AwsSettings,
@@ -114,6 +114,7 @@ RELINK_CONCURRENCY = 16
 RELINK_LATENCY_SECONDS = 0.050
 RELINK_JOBS = {RELINK_CONCURRENCY: 256, 1: 24}
 RELINK_ROUNDS = 2
+RELINK_TIMEOUT_SECONDS = 300.0  # a round that takes longer is stuck, not slow
 ROUTES = ("signup", "processor", "array-signup", "cancellation", "reactivation")
 _SIDES = ("svc", "new", "old")  # the service; bare loops of its writes now and of its writes before the guard
 _EXPECTED = {"signup": 201, "processor": 200, "array-signup": 201, "cancellation": 200, "reactivation": 200}
@@ -469,14 +470,21 @@ def _relink_round(endpoint: str, root: Path, fakes: _FakesProcess, concurrency: 
             wait_seconds=1,
         )
         stop = threading.Event()
+        threads = BenchThreads()
         started = time.perf_counter()
-        runner = threading.Thread(target=worker.run_forever, args=(stop,))
-        runner.start()
+        runner = threads.start("relinker", worker.run_forever, stop)
+        deadline = time.monotonic() + RELINK_TIMEOUT_SECONDS
         while worker.report.linked + worker.report.failed + worker.report.not_active < jobs:
+            if not runner.is_alive():  # it raised (or returned): no more outcomes will come
+                break
+            if time.monotonic() > deadline:
+                stop.set()
+                raise SystemExit(f"bench_service: the relinks did not end in {RELINK_TIMEOUT_SECONDS:g} s")
             time.sleep(0.005)
         seconds = time.perf_counter() - started
         stop.set()
-        runner.join()
+        threads.join(runner, timeout=60)
+        threads.check()
         if worker.report.linked != jobs:
             raise SystemExit("bench_service: a relink did not link")
         return jobs / seconds

@@ -3,6 +3,7 @@
 from config.settings import (
     ArraySettings,
     AwsSettings,
+    BootstrapSettings,
     CleanupSettings,
     ClockSettings,
     ConsumerSettings,
@@ -13,6 +14,7 @@ from config.settings import (
     ServiceSettings,
     Settings,
     SettingsError,
+    SourceSettings,
     load_settings,
     settings_environment,
 )
@@ -20,6 +22,7 @@ from config.settings import (
 __all__ = [
     "ArraySettings",
     "AwsSettings",
+    "BootstrapSettings",
     "CleanupSettings",
     "ClockSettings",
     "ConsumerSettings",
@@ -30,6 +33,7 @@ __all__ = [
     "ServiceSettings",
     "Settings",
     "SettingsError",
+    "SourceSettings",
     "load_settings",
     "settings_environment",
 ]

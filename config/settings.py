@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "ArraySettings",
     "AwsSettings",
+    "BootstrapSettings",
     "CleanupSettings",
     "ClockSettings",
     "ConsumerSettings",
@@ -25,6 +26,7 @@ __all__ = [
     "ServiceSettings",
     "Settings",
     "SettingsError",
+    "SourceSettings",
     "installed_launcher_jar",
     "known_variables",
     "load_settings",
@@ -43,7 +45,15 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import pydantic_settings
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -148,17 +158,25 @@ class ConsumerSettings(BaseModel):
     worker_id: str | None = None
     state_dir: Path = Path("var")
     # KCL timings; each one's measured effect and AWS cost: pipeline/launcher/README.md.
-    idle_time_between_reads_ms: int = Field(default=100, ge=100)
+    # 200 ms: at most 5 GetRecords a second per shard, caught up or behind, the DynamoDB Streams limit.
+    idle_time_between_reads_ms: int = Field(default=200, ge=100)
     failover_time_ms: int = Field(default=10000, ge=1000)
     shard_sync_interval_ms: int = Field(default=60000, ge=1000)
     lease_assignment_interval_ms: int = Field(default=1000, ge=500)
     # The worker-metrics reporter: first report after twice the capture period, then every period.
     worker_metrics_capture_ms: int = Field(default=250, ge=100)
     worker_metrics_report_ms: int = Field(default=5000, ge=1000)
+    # The CPU figure KCL 3 balances leases by: "cpu" (the launcher's own, no platform probe), "platform" (KCL
+    # picks one by probing the ECS, EKS and EC2 metadata addresses), "off" (no balancing by load).
+    worker_metrics: Literal["cpu", "platform", "off"] = "cpu"
     metrics_enabled: bool = False
     handler_retry_attempts: int = Field(default=5, ge=1)
     handler_retry_max_seconds: float = Field(default=10.0, gt=0)
     initial_position: str = "TRIM_HORIZON"
+    # A handler on lanes (pipeline.lanes; the cleanup, whose lanes are `array.concurrency`) stops
+    # waiting, at a flush, for work running this long once the rest ended: the rest's outcomes land and
+    # the checkpoint stays below the slow work until a later flush collects it. None: wait for all.
+    lane_slow_after_seconds: float | None = Field(default=2.0, gt=0)
     # The consumer flushes every handler and then checkpoints when either bound is reached.
     commit_every_records: int = Field(default=10_000, ge=1)
     commit_interval_seconds: float = Field(default=5.0, gt=0)
@@ -204,6 +222,52 @@ class ConsumerSettings(BaseModel):
         return self.state_dir / "dead-letter"
 
 
+# A Kinesis data stream's ARN (partition, region, account, name: 1 to 128 of [a-zA-Z0-9_.-]).
+_KINESIS_STREAM_ARN = re.compile(
+    r"\Aarn:aws[a-z-]*:kinesis:[a-z0-9-]+:[0-9]{12}:stream/[A-Za-z0-9_.-]{1,128}\Z"
+)
+
+
+class SourceSettings(BaseModel):
+    """Where the table's changes are read from (docs/operations/sources.md): its DynamoDB stream
+    (`consumer.stream_arn`, the adapter's envelope) or a Kinesis data stream the table streams to
+    (Kinesis Data Streams for DynamoDB: its envelope, duplicates and per-item reordering resolved by
+    `pipeline.item_order`). The same handlers, lake, cleanup and erasure behind either."""
+
+    model_config = _FROZEN
+    kind: Literal["dynamodb-streams", "kinesis"] = "dynamodb-streams"
+    # The Kinesis stream's ARN (kind kinesis only): the events' position names it, as a DynamoDB
+    # stream's ARN names that one; a name alone is ambiguous across accounts and regions.
+    stream_arn: str | None = None
+    # How many of a shard's latest changes the duplicate check remembers (eventIDs and changes each),
+    # so that a copy arriving a read later is dropped too; about 200 bytes a change.
+    duplicate_memory: int = Field(default=100_000, ge=1, le=10_000_000)
+
+    @field_validator("stream_arn")
+    @classmethod
+    def _kinesis_arn(cls, arn: str | None) -> str | None:
+        if arn is not None and _KINESIS_STREAM_ARN.match(arn) is None:
+            raise PydanticCustomError(
+                "kinesis_stream_arn",
+                "must be a Kinesis data stream's ARN: arn:aws:kinesis:REGION:ACCOUNT:stream/NAME",
+            )
+        return arn
+
+    @model_validator(mode="after")
+    def _arn_with_kinesis_only(self) -> SourceSettings:
+        if self.kind == "kinesis" and self.stream_arn is None:
+            raise PydanticCustomError(
+                "kinesis_needs_stream",
+                "kind kinesis needs ENTITLEMENTS_SOURCE__STREAM_ARN (the stream's ARN)",
+            )
+        if self.kind != "kinesis" and self.stream_arn is not None:
+            raise PydanticCustomError(
+                "stream_arn_without_kinesis",
+                "ENTITLEMENTS_SOURCE__STREAM_ARN is read only with ENTITLEMENTS_SOURCE__KIND=kinesis",
+            )
+        return self
+
+
 class ArraySettings(BaseModel):
     model_config = _FROZEN
     base_url: str = "http://127.0.0.1:8765"
@@ -212,6 +276,8 @@ class ArraySettings(BaseModel):
     timeout_seconds: float = Field(default=5.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
     retry_budget_seconds: float = Field(default=20.0, gt=0)
+    # The cleanup's lanes on the stream (one item's expiries in order, different items at once) and the
+    # retry worker's cleanups at once.
     concurrency: int = Field(default=8, ge=1)
 
 
@@ -235,6 +301,56 @@ class LakeSettings(BaseModel):
     root: str = "var/lake"
     flush_rows: int = Field(default=50_000, ge=1)
     flush_seconds: float = Field(default=60.0, gt=0)
+    # Table maintenance (analytics/lake/maintenance.py; costs and the model: docs/architecture.md,
+    # "Commits at scale"). A checkpoint every this many commits (the tables' delta.checkpointInterval):
+    # a reader or writer opening a table replays at most this many log entries after it.
+    checkpoint_interval: int = Field(default=100, ge=10, le=10_000)
+    # A compaction of a table once this many commits have landed since its last one: it bounds the
+    # table's uncompacted files, which every commit's cost grows with (about 0.12 ms of CPU a file on
+    # a ~9 ms commit: within 1.5x of a fresh table's up to ~35 files), whatever the number of shards.
+    compact_every_commits: int = Field(default=24, ge=10)
+    # Tiered compaction: tier k merges files below first_tier * fanout**k every fanout**k-th round.
+    compact_first_tier_bytes: int = Field(default=8 * 1024 * 1024, ge=1024 * 1024)
+    compact_fanout: int = Field(default=8, ge=2)
+    compact_tiers: int = Field(default=3, ge=1, le=6)
+    # One maintenance runner per lake, elected through a lease committed to the lake's own small
+    # Delta table (a conditional put): it holds the lease this long, renewed at half-life and before
+    # each compaction, so a compaction (tier 2 included) ends well inside it.
+    maintenance_lease_seconds: float = Field(default=600.0, ge=10)
+    # How often each runner looks at the lease (and the leader at the tables' versions): between two
+    # looks a table takes commits/s * this many files, so at 64 shards' 12.8 commits/s, 2 s keeps
+    # that near compact_every_commits.
+    maintenance_check_seconds: float = Field(default=2.0, gt=0)
+    # Each `entitlements consume` runs a maintenance runner on a thread (the lease elects one per
+    # lake); off: nothing maintains the tables unless a separate process does (commit time then grows
+    # with the uncompacted files).
+    maintenance_enabled: bool = True
+    # Removed data files are deleted (vacuum) after this, and log entries before the newest checkpoint
+    # after that: the tables' delta.deletedFileRetentionDuration and delta.logRetentionDuration.
+    removed_file_retention_hours: int = Field(default=7 * 24, ge=1)
+    log_retention_hours: int = Field(default=30 * 24, ge=1)
+
+
+class BootstrapSettings(BaseModel):
+    """`entitlements lake bootstrap` (docs/operations/bootstrap.md): a point-in-time export (or a scan)
+    landed as the lake's state at its time T before the stream's changes from T onward."""
+
+    model_config = _FROZEN
+    # Where a new export is written (the bucket must exist; DynamoDB writes under
+    # <prefix>/AWSDynamoDB/<export id>/).
+    export_bucket: str = "entitlements-exports"
+    export_prefix: str = "bootstrap"
+    poll_seconds: float = Field(default=10.0, gt=0)
+    wait_timeout_seconds: float = Field(default=6 * 3600.0, gt=0)
+    # A stream change this close to T counts as at or after T (the stream wins): the stream's
+    # ApproximateCreationDateTime is rounded down to the second.
+    time_precision_seconds: float = Field(default=1.0, ge=0)
+    # The stream must hold changes from T minus this on (else the bootstrap stops, or goes on
+    # with --accept-gap), and it holds them for stream_retention_hours.
+    margin_seconds: float = Field(default=300.0, ge=0)
+    stream_retention_hours: float = Field(default=24.0, gt=0)
+    scan_segments: int = Field(default=4, ge=1, le=1_000_000)
+    scan_page_items: int = Field(default=1_000, ge=1)
 
 
 class ErasureSettings(BaseModel):
@@ -305,9 +421,11 @@ class Settings(BaseSettings):
     policy: PolicySettings = PolicySettings()
     clock: ClockSettings = ClockSettings()
     consumer: ConsumerSettings = ConsumerSettings()
+    source: SourceSettings = SourceSettings()
     array: ArraySettings = ArraySettings()
     cleanup: CleanupSettings = CleanupSettings()
     lake: LakeSettings = LakeSettings()
+    bootstrap: BootstrapSettings = BootstrapSettings()
     erasure: ErasureSettings = ErasureSettings()
     service: ServiceSettings = ServiceSettings()
     metrics: MetricsSettings = MetricsSettings()

@@ -77,17 +77,33 @@ alone, sorted as moto sorts them, so the filters, order, paging and limits that 
 An index Query is untouched. Relies on `Table.query(self, hash_key, ..., index_name, ...)` filtering
 `self.all_items()` by `item.hash_key == hash_key` when `index_name` is None, on `Table.items` (hash ->
 range -> Item, or hash -> Item) and `Table.all_items`'s sort key.
+
+`install_page_cap()`: moto's GetRecords returns `Limit` records (1,000 by default) whatever their size;
+DynamoDB Streams stops a page at 1 MB ("GetRecords ... can retrieve up to 1 MB of data or 1000 stream
+records, whichever comes first", DynamoDB Streams API reference). Pages of the bench's 1.16 KB records
+were 1.16 MB, about 140 records more than AWS would give. The patch wraps `StreamShard.get(self, start,
+quantity)` (moto's `ShardIterator.get` calls it, and nothing else does) and keeps the longest prefix of
+the records it returns whose `SizeBytes` sum to at most `PAGE_LIMIT_BYTES` (always at least one record,
+as AWS returns a record larger than the rest of a page). `ShardIterator.get` then starts the next
+iterator after the last record kept, so nothing is skipped. `SizeBytes` is moto's own figure for each
+record (the length of its `dynamodb` part as JSON, "a substantial overestimate" of AWS's by moto's own
+comment), so a page is cut no later than AWS would cut it. Nothing else on the read path (GetRecords,
+GetShardIterator, DescribeStream, ListStreams) is patched: `tests/devstack/test_moto_patches_page_cap.py`
+checks that every function on it is moto's own after every install. Relies on `StreamShard.get(self,
+start, quantity)` returning the records' dicts with `dynamodb.SizeBytes`.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "PAGE_LIMIT_BYTES",
     "SUPPORTED_MOTO_VERSION",
     "TTL_IDENTITY",
     "TtlIndex",
     "UnsupportedMotoVersion",
     "as_ttl_service",
     "check_moto_supported",
+    "install_page_cap",
     "install_query_cost",
     "install_sqs_receive_cost",
     "install_sqs_send_cost",
@@ -97,6 +113,7 @@ __all__ = [
     "install_ttl_index",
     "integral_seconds",
     "item_unchanged",
+    "page_within_cap",
     "ttl_index",
 ]
 
@@ -559,3 +576,41 @@ def install_query_cost() -> None:
         setattr(query, _QUERY_MARKER, True)
         Table.query = query  # type: ignore[method-assign]
         Table.all_items = all_items  # type: ignore[method-assign]
+
+
+# ---- DynamoDB Streams: a GetRecords page holds at most 1 MB, as in AWS -------------------------------
+
+PAGE_LIMIT_BYTES = 1_048_576  # DynamoDB Streams' 1 MB a GetRecords call
+_PAGE_MARKER = "_entitlements_page_cap"
+
+
+def page_within_cap(
+    records: list[dict[str, Any]], limit_bytes: int = PAGE_LIMIT_BYTES
+) -> list[dict[str, Any]]:
+    """The longest prefix of `records` whose `dynamodb.SizeBytes` sum to at most `limit_bytes`, and never
+    fewer than one record (a record alone larger than the cap is still returned, as AWS does)."""
+    total = 0
+    for count, record in enumerate(records):
+        total += int(record["dynamodb"]["SizeBytes"])
+        if total > limit_bytes:
+            return records[: max(count, 1)]
+    return records
+
+
+def install_page_cap() -> None:
+    """Make moto's GetRecords stop a page at 1 MB, as DynamoDB Streams does (see the module docstring).
+    Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        original = StreamShard.get
+        if getattr(original, _PAGE_MARKER, False):
+            return
+        if list(inspect.signature(original).parameters) != ["self", "start", "quantity"]:
+            raise UnsupportedMotoVersion("moto's StreamShard.get is not the one relied on")
+
+        @functools.wraps(original)
+        def get(self: StreamShard, start: int, quantity: int) -> list[dict[str, Any]]:
+            return page_within_cap(original(self, start, quantity))
+
+        setattr(get, _PAGE_MARKER, True)
+        StreamShard.get = get  # type: ignore[method-assign]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from devstack.moto_server import LOOPBACK, MotoServer
 from devstack.ttl_emulator import TtlEmulator
-from pipeline.clock import SystemClock
+from schema.clock import SystemClock
 from schema.errors import TerminalError
 
 _STOP_SECONDS = 20

@@ -15,6 +15,12 @@ and every transaction copies the whole table. And `install_stream_fidelity()`: a
 changes nothing writes no stream record, as in AWS (docs/local-stack.md). And `install_sqs_send_cost()`:
 an SQS send costs what it sends, not the depth of the queue, and `install_sqs_receive_cost()`: a receive
 what it returns. And `install_query_cost()`: a Query of a table reads its partition, not every item.
+And `install_page_cap()`: a GetRecords page stops at 1 MB, as in AWS.
+
+Each serialised call's service time (inside the lock, so no wait for it) is kept in `service_times`
+(the last `SERVICE_LOG_CALLS` calls: the action, when it began being served, how long it was served,
+the bytes answered), and answered as JSON on `GET /_devstack/service-times` (the bench reads the
+service time of moto's GetRecords calls from a moto in another process; `bench/_moto.py`).
 
 Relies on moto internals (pinned in pyproject.toml, moto[server]==5.2.5): `ThreadedMotoServer._server_entry`
 is overridden to wrap moto's WSGI application, built from `DomainDispatcherApplication(create_backend_app)`
@@ -24,11 +30,15 @@ werkzeug's request log, which would hold client addresses and request paths.
 
 from __future__ import annotations
 
-__all__ = ["LOOPBACK", "MotoServer"]
+__all__ = ["LOOPBACK", "SERVICE_TIMES_PATH", "MotoServer", "ServedCall"]
 
+import json
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
@@ -40,12 +50,14 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 from devstack._moto_patches import (
+    install_page_cap,
     install_query_cost,
     install_sqs_receive_cost,
     install_sqs_send_cost,
     install_stream_fidelity,
     install_transaction_rollback,
 )
+from devstack.export import install_faithful_export
 
 LOOPBACK = "127.0.0.1"
 
@@ -56,27 +68,74 @@ _SERIALISED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
 
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
+SERVICE_TIMES_PATH = "/_devstack/service-times"
+SERVICE_LOG_CALLS = 100_000
 
-class _SerialisedDynamoDB:
-    """WSGI middleware: DynamoDB and Streams calls run one at a time under `lock`."""
 
-    def __init__(self, app: _WsgiApp, lock: threading.RLock) -> None:
+@dataclass(frozen=True)
+class ServedCall:
+    """One serialised call as moto served it: `action` (the X-Amz-Target, e.g.
+    `DynamoDBStreams_20120810.GetRecords`), `began` (epoch seconds, once the lock was held), `seconds`
+    (served under the lock: no wait for it), `bytes` (of the answer)."""
+
+    action: str
+    began: float
+    seconds: float
+    bytes: int
+
+
+class _SerialisedCalls:
+    """WSGI middleware: DynamoDB and Streams calls run one at a time under `lock`, and S3 conditional
+    writes one at a time under a lock of their own (see `MotoServer`)."""
+
+    def __init__(self, app: _WsgiApp, lock: threading.RLock, served: deque[ServedCall]) -> None:
         self._app = app
         self._lock = lock
+        self._conditional_writes = threading.Lock()
+        self._served = served
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         if target.startswith(_SERIALISED_TARGETS):
-            with self._lock:
-                # moto builds the whole body inside the call; materialise it under the lock anyway.
-                body = self._app(environ, start_response)
-                try:
-                    return list(body)
-                finally:
-                    close = getattr(body, "close", None)
-                    if close is not None:
-                        close()
+            return self._served_under(self._lock, environ, start_response, action=target)
+        if environ.get("PATH_INFO") == SERVICE_TIMES_PATH and environ.get("REQUEST_METHOD") == "GET":
+            body = json.dumps([astuple(call) for call in list(self._served)]).encode()
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+        if _is_conditional_write(environ):
+            return self._served_under(self._conditional_writes, environ, start_response)
         return self._app(environ, start_response)
+
+    def _served_under(
+        self,
+        lock: threading.Lock | threading.RLock,
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        action: str | None = None,
+    ) -> list[bytes]:
+        with lock:
+            began, started = time.time(), time.perf_counter()
+            # moto builds the whole body inside the call; materialise it under the lock anyway.
+            body = self._app(environ, start_response)
+            try:
+                answer = list(body)
+            finally:
+                close = getattr(body, "close", None)
+                if close is not None:
+                    close()
+            if action is not None:
+                seconds = time.perf_counter() - started
+                self._served.append(ServedCall(action, began, seconds, sum(len(part) for part in answer)))
+            return answer
+
+
+def _is_conditional_write(environ: dict[str, Any]) -> bool:
+    """A PUT or POST (an S3 object write, a multipart completion) carrying If-None-Match or If-Match."""
+    if environ.get("REQUEST_METHOD") not in ("PUT", "POST"):
+        return False
+    return "HTTP_IF_NONE_MATCH" in environ or "HTTP_IF_MATCH" in environ
 
 
 class _QuietRequestHandler(MotoRequestHandler):
@@ -90,13 +149,16 @@ class _QuietRequestHandler(MotoRequestHandler):
 
 
 class _LockingThreadedMotoServer(ThreadedMotoServer):
-    def __init__(self, port: int, lock: threading.RLock) -> None:
+    def __init__(self, port: int, lock: threading.RLock, served: deque[ServedCall]) -> None:
         super().__init__(ip_address=LOOPBACK, port=port, verbose=False)
         self._dynamodb_lock = lock
+        self._served = served
 
     def _server_entry(self) -> None:
         # As moto 5.2.5's ThreadedMotoServer._server_entry, with the application wrapped.
-        app = _SerialisedDynamoDB(DomainDispatcherApplication(create_backend_app), self._dynamodb_lock)
+        app = _SerialisedCalls(
+            DomainDispatcherApplication(create_backend_app), self._dynamodb_lock, self._served
+        )
         self._server = make_server(LOOPBACK, self._port, app, True, request_handler=_QuietRequestHandler)
         self._server_ready_event.set()
         self._server.serve_forever()
@@ -113,8 +175,12 @@ class MotoServer:
         install_sqs_send_cost()  # an SQS send costs what it sends, whatever the queue's depth, as in AWS
         install_sqs_receive_cost()  # and a receive what it returns
         install_query_cost()  # a Query of a table costs its partition, not the table
+        install_page_cap()  # a GetRecords page stops at 1 MB, as in AWS
+        install_faithful_export()  # ExportTableToPointInTime: a snapshot under the lock, AWS's layout
         self.dynamodb_lock = threading.RLock()
-        self._server = _LockingThreadedMotoServer(port, self.dynamodb_lock)
+        # The serialised calls' service times, newest last (see the module docstring).
+        self.service_times: deque[ServedCall] = deque(maxlen=SERVICE_LOG_CALLS)
+        self._server = _LockingThreadedMotoServer(port, self.dynamodb_lock, self.service_times)
         self._endpoint: str | None = None
 
     def start(self) -> str:

@@ -38,7 +38,7 @@ from typing import Any, Protocol, cast
 
 from devstack import _writes as writes
 from devstack.direct_writes import DirectWrites
-from pipeline.clock import Clock
+from schema.clock import Clock
 from schema.table import EntitlementStatus, cancellation_key, entitlement_key, stale_key
 
 CANARY_TOKEN_PREFIX = "PTOK-CANARY-"  # noqa: S105  (a marker to search for, not a secret)
@@ -63,7 +63,7 @@ class FaultKind(StrEnum):
 
 
 class FaultSettings(Protocol):
-    """What planting needs of a run's configuration (`devstack.simulator.SimulationConfig` has it)."""
+    """What planting needs of a run's configuration (`devstack.workload.SimulationConfig` has it)."""
 
     @property
     def seed(self) -> int: ...

@@ -4,7 +4,7 @@
 
     POST /{user_id}/signup, /cancellation, /reactivation, /array-signup, /processor
 
-The mix's weights (`devstack.simulator.Mix`) pick each next operation from a seeded generator, under
+The mix's weights (`devstack.workload.Mix`) pick each next operation from a seeded generator, under
 three rules that keep the workload to what real users do:
 
 - each user signs up once, and nothing else happens to a user before their signup has answered;
@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 from devstack.planted_faults import PlantedFault
-from devstack.simulator import Bag, Mix, Operation
+from devstack.workload import Bag, Mix, Operation
 
 _log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""The table-only workload simulator: the entitlement service's documented writes, at a chosen rate and
-mix, as a seeded state machine of the users.
+"""The workload simulator's state machine: the entitlement service's documented writes, at a chosen rate
+and mix (`devstack.workload`: the operations, the mix, the configuration and the summary), as a seeded
+model of the users.
 
 Every write goes through the table contract (`schema.table`) as the service design describes it
 (docs/table.md, "The service's write paths"):
@@ -23,7 +24,7 @@ The transactions carry conditions (the row must be in the state the write moves 
 cancellation record must still exist to be deleted) so that the simulator never makes an anomaly other
 than the ones it plants; a refused transaction is counted, never retried, and its user is left alone.
 
-Business timestamps (createdAt/updatedAt) and every ttl come from the shared clock (`pipeline.clock`), so
+Business timestamps (createdAt/updatedAt) and every ttl come from the shared clock (`schema.clock`), so
 with a simulated clock 63 days pass in seconds while each ttl stays real epoch arithmetic on simulated time.
 
 `faults=True` plants, each `faults_per_kind` times, the anomalies of `devstack.planted_faults` on
@@ -40,198 +41,35 @@ file on request) holds the planted faults' item keys and canary tokens. Logs hol
 
 from __future__ import annotations
 
-__all__ = [
-    "Answer",
-    "Answered",
-    "Bag",
-    "EntitlementOperations",
-    "Mix",
-    "Operation",
-    "SimulationConfig",
-    "SimulationSummary",
-    "run_simulation",
-]
+__all__ = ["run_simulation"]
 
 import logging
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from devstack import _writes as writes
 from devstack.direct_writes import DirectWriteRefused, DirectWrites, NotActiveRefused
-from devstack.planted_faults import FaultKind, FaultPlanter, PlantedFault, new_id, new_token
-from pipeline.clock import Clock
+from devstack.planted_faults import FaultKind, FaultPlanter, new_id, new_token
+from devstack.workload import (
+    Answered,
+    Bag,
+    EntitlementOperations,
+    Operation,
+    OperationAnswer,
+    SimulationConfig,
+    SimulationSummary,
+)
+from schema.clock import Clock
 from schema.table import EntitlementStatus
 
 _log = logging.getLogger(__name__)
 
 
-class Answer(StrEnum):
-    """What the service answered one operation, as the simulator needs to know it."""
-
-    DONE = "done"
-    REFUSED = "refused"  # a state rule (unknown user, wrong state, Array or transactions refusing)
-    NOT_ACTIVE = "not_active"  # a link refused by SaveIfActive (ErrEntitlementNotActive): terminal
-    CONCURRENT = "concurrent_request"  # lost to a concurrent request of the same user (409)
-    UNAVAILABLE = "unavailable"  # a downstream call kept failing (503): nothing known to be written
-
-
-@dataclass(frozen=True, slots=True)
-class Answered:
-    answer: Answer
-    account: str | None = None  # the Array account the user's Active row names after the write
-
-
-class EntitlementOperations(Protocol):
-    """The entitlements service as the simulator drives it: its write paths and arraylink, in this
-    process. The composition root hands it over (`entitlements.compose.simulated_service`), so that
-    devstack imports no `service`."""
-
-    def signup(self, user_id: str) -> Answered: ...
-    def cancel(self, user_id: str) -> Answered: ...
-    def reactivate(self, user_id: str) -> Answered: ...
-    def second_signup(self, user_id: str) -> Answered: ...
-    def relink(self, user_id: str) -> Answered: ...
-
-
-class Operation(StrEnum):
-    SIGNUP = "signup"
-    CANCEL = "cancel"
-    REACTIVATE = "reactivate"
-    SECOND_SIGNUP = "second_signup"
-    RELINK = "relink"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Configuration and results
-
-
-@dataclass(frozen=True, slots=True)
-class Mix:
-    """Relative weights of the operations."""
-
-    signup: float = 3.0
-    cancel: float = 1.0
-    reactivate: float = 0.5
-    second_signup: float = 1.0
-    relink: float = 4.0
-
-    def __post_init__(self) -> None:
-        weights = [self.weight(op) for op in Operation]
-        if any(w < 0 for w in weights) or sum(weights) <= 0:
-            raise ValueError("mix weights must be non-negative and not all zero")
-
-    def weight(self, operation: Operation) -> float:
-        value: float = getattr(self, operation.value)
-        return value
-
-
-@dataclass(frozen=True, slots=True)
-class SimulationConfig:
-    table_name: str
-    cleanup_ttl_days: int = 63  # CLEANUP_TTL_DAYS (config.PolicySettings owns the value)
-    stale_entitlement_ttl_days: int = 1  # STALE_ENTITLEMENT_TTL_DAYS
-    users: int = 50
-    operations: int = 200
-    rate: float = 0.0  # operations per second; 0 is as fast as the table answers
-    mix: Mix = field(default_factory=Mix)
-    seed: int = 0
-    faults: bool = False
-    faults_per_kind: int = 1
-    max_relink_window: int = 3
-    contention: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.users < 1:
-            raise ValueError("users must be at least 1")
-        if self.operations < 0 or self.faults_per_kind < 0 or self.max_relink_window < 0:
-            raise ValueError("operations, faults_per_kind and max_relink_window must be non-negative")
-        if self.rate < 0:
-            raise ValueError("rate must be non-negative")
-        if not 0.0 <= self.contention <= 1.0:
-            raise ValueError("contention must be between 0 and 1")
-        if self.cleanup_ttl_days < 1 or self.stale_entitlement_ttl_days < 1:
-            raise ValueError("ttl days must be at least 1")
-
-
-@dataclass(slots=True)
-class SimulationSummary:
-    seed: int
-    users: int
-    operations_requested: int
-    operations: dict[str, int] = field(default_factory=lambda: {op.value: 0 for op in Operation})
-    relinks_saved: int = 0
-    relink_rows_missing: int = 0
-    guard_rejections: int = 0  # SaveIfActive refusals (ErrEntitlementNotActive)
-    refused: dict[str, int] = field(default_factory=dict)  # transactions whose conditions failed
-    idle: int = 0  # turns with no eligible operation
-    faults: dict[str, int] = field(default_factory=lambda: {kind.value: 0 for kind in FaultKind})
-    planted_faults: list[PlantedFault] = field(default_factory=list)
-    writes: int = 0
-    first_business_time: str | None = None
-    last_business_time: str | None = None
-    # "service": the mix went through the service's own code; "table": direct writes (the bench's capture)
-    mode: str = "table"
-
-    def to_json(self, *, include_keys: bool = False) -> dict[str, Any]:
-        """The summary as JSON-ready data. Item keys and canary tokens only with `include_keys`."""
-        return {
-            "mode": self.mode,
-            "seed": self.seed,
-            "users": self.users,
-            "operations_requested": self.operations_requested,
-            "operations": dict(self.operations),
-            "relinks_saved": self.relinks_saved,
-            "relink_rows_missing": self.relink_rows_missing,
-            "guard_rejections": self.guard_rejections,
-            "refused": dict(sorted(self.refused.items())),
-            "idle": self.idle,
-            "faults": dict(self.faults),
-            "planted_faults": [f.to_json(include_keys=include_keys) for f in self.planted_faults],
-            "writes": self.writes,
-            "first_business_time": self.first_business_time,
-            "last_business_time": self.last_business_time,
-        }
-
-
 # ---------------------------------------------------------------------------------------------------
 # The pure core: a seeded model of the users, deciding what to do next
-
-_T = TypeVar("_T")
-
-
-class Bag(Generic[_T]):
-    """A set with O(1) add/remove and seeded uniform choice; order depends only on the call sequence."""
-
-    def __init__(self) -> None:
-        self._items: list[_T] = []
-        self._index: dict[_T, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._index
-
-    def add(self, item: _T) -> None:
-        if item not in self._index:
-            self._index[item] = len(self._items)
-            self._items.append(item)
-
-    def discard(self, item: _T) -> None:
-        position = self._index.pop(item, None)
-        if position is None:
-            return
-        last = self._items.pop()
-        if position < len(self._items):
-            self._items[position] = last
-            self._index[last] = position
-
-    def choice(self, rng: random.Random) -> _T:
-        return self._items[rng.randrange(len(self._items))]
 
 
 @dataclass(slots=True, eq=False)
@@ -558,7 +396,7 @@ class _ThroughTheService(_Simulation):
 
     def answered(self, operation: Operation, user: _User, answered: Answered) -> bool:
         """True when the write took; otherwise the refusal is counted and the user left alone."""
-        if answered.answer is Answer.DONE:
+        if answered.answer is OperationAnswer.DONE:
             return True
         self.refused(operation)
         self.retire(user)
@@ -604,9 +442,9 @@ class _ThroughTheService(_Simulation):
     def begin_relink(self, user: _User, index: int) -> None:
         self.now()
         answered = self.service.relink(user.user_id)
-        if answered.answer is Answer.DONE:
+        if answered.answer is OperationAnswer.DONE:
             self.summary.relinks_saved += 1
-        elif answered.answer is Answer.NOT_ACTIVE:
+        elif answered.answer is OperationAnswer.NOT_ACTIVE:
             self.summary.guard_rejections += 1  # terminal: recorded, never retried
         else:
             self.refused(Operation.RELINK)

@@ -26,11 +26,12 @@ from typing import Any
 
 import boto3
 
+from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_stream
 from devstack.moto_server import LOOPBACK, MotoServer
 from devstack.ports import PortInUseError, ensure_free_ports
 from devstack.ttl_emulator import TtlEmulator
-from pipeline.clock import Clock
 from pipeline.tables import create_table
+from schema.clock import Clock
 
 _log = logging.getLogger(__name__)
 
@@ -44,8 +45,12 @@ _LOCAL_SECRET_KEY = "testing"  # noqa: S105  (moto's dummy credentials, not a se
 
 def boto3_dynamodb_client(endpoint_url: str, region: str) -> Any:
     """A boto3 DynamoDB client for the local stack (dummy credentials, no metadata lookups)."""
+    return _local_client("dynamodb", endpoint_url, region)
+
+
+def _local_client(service: str, endpoint_url: str, region: str) -> Any:
     return boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=endpoint_url,
         region_name=region,
         aws_access_key_id=_LOCAL_ACCESS_KEY,
@@ -62,6 +67,8 @@ class StackEndpoints:
     table_name: str | None
     table_arn: str | None
     stream_arn: str | None
+    # The Kinesis stream the table's changes are forwarded to (`kinesis_shards`), when there is one.
+    kinesis_stream_arn: str | None = None
 
 
 class LocalStack:
@@ -81,8 +88,15 @@ class LocalStack:
         ttl_interval_seconds: float = 1.0,
         client_factory: DynamoDBClientFactory = boto3_dynamodb_client,
         ttl_table_names: Collection[str] | None = None,
+        kinesis_shards: int = 0,
+        kinesis_faults: Faults | None = None,
     ) -> None:
         self._server = MotoServer(port)
+        # With shards, the table's changes also go to a Kinesis stream of that many shards, as Kinesis
+        # Data Streams for DynamoDB would put them (devstack.kinesis_forwarder).
+        self._kinesis_shards = kinesis_shards
+        self._kinesis_faults = kinesis_faults or Faults()
+        self._forwarder: KinesisForwarder | None = None
         self._port = port
         self._emulator = TtlEmulator(
             clock,
@@ -111,10 +125,12 @@ class LocalStack:
         ensure_free_ports({"--port": self._port})  # moto's server would wait forever on a taken port
         endpoint = self._server.start()
         try:
-            table_arn = stream_arn = None
+            table_arn = stream_arn = kinesis_arn = None
             if self._table_name is not None:
                 table = create_table(self._client_factory(endpoint, self._region), self._table_name)
                 table_arn, stream_arn = table.table_arn, table.stream_arn
+                if self._kinesis_shards:
+                    kinesis_arn = self._forward_to_kinesis(endpoint, self._table_name, table.stream_arn)
             self._emulator.start()
         except BaseException:
             self._server.stop()
@@ -127,11 +143,30 @@ class LocalStack:
             table_name=self._table_name,
             table_arn=table_arn,
             stream_arn=stream_arn,
+            kinesis_stream_arn=kinesis_arn,
         )
         _log.info("local stack up", extra={"port": self._server.port})
         return self._endpoints
 
+    def _forward_to_kinesis(self, endpoint: str, table_name: str, stream_arn: str) -> str:
+        kinesis = _local_client("kinesis", endpoint, self._region)
+        name = f"{table_name}-changes"
+        arn = create_kinesis_stream(kinesis, name, self._kinesis_shards)
+        self._forwarder = KinesisForwarder(
+            streams=_local_client("dynamodbstreams", endpoint, self._region),
+            kinesis=kinesis,
+            stream_arn=stream_arn,
+            kinesis_stream_name=name,
+            table_name=table_name,
+            faults=self._kinesis_faults,
+        )
+        self._forwarder.start()
+        return arn
+
     def stop(self) -> None:
+        if self._forwarder is not None:
+            self._forwarder.stop()
+            self._forwarder = None
         self._emulator.stop()
         self._server.stop()
         self._endpoints = None

@@ -6,7 +6,7 @@ benches, the tests and the demo check the consumer against.
 
 from __future__ import annotations
 
-__all__ = ["read_stream", "read_stream_by_shard"]
+__all__ = ["read_kinesis_stream", "read_stream", "read_stream_by_shard"]
 
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +23,22 @@ def read_stream_by_shard(streams: Any, stream_arn: str) -> Iterator[tuple[str, d
         )["ShardIterator"]
         while iterator:
             page = streams.get_records(ShardIterator=iterator, Limit=_PAGE)
+            if not page["Records"]:
+                break
+            for record in page["Records"]:
+                yield shard["ShardId"], record
+            iterator = page.get("NextShardIterator")
+
+
+def read_kinesis_stream(kinesis: Any, stream_name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(shard id, record) for every record a Kinesis stream holds, shard by shard from the trim horizon,
+    as boto3 returns them; a shard ends at its first empty page, as above."""
+    for shard in kinesis.list_shards(StreamName=stream_name)["Shards"]:
+        iterator = kinesis.get_shard_iterator(
+            StreamName=stream_name, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            page = kinesis.get_records(ShardIterator=iterator, Limit=_PAGE)
             if not page["Records"]:
                 break
             for record in page["Records"]:

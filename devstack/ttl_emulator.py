@@ -2,7 +2,7 @@
 
 moto never expires items and never sets `userIdentity` on stream records. This emulator, running in the
 SAME process as the moto server, periodically deletes, from every moto DynamoDB table that has TTL
-enabled, the items whose TTL attribute has passed by the shared clock (`pipeline.clock`), under AWS's rules:
+enabled, the items whose TTL attribute has passed by the shared clock (`schema.clock`), under AWS's rules:
 
 - the attribute must be a top-level Number (type `N`) holding integral epoch seconds; a string, a
   fractional number or any other type is never acted on (as `schema.table.CleanupRecord.ttl_epoch_seconds`
@@ -74,7 +74,7 @@ from devstack._moto_patches import (
     install_ttl_index,
     ttl_index,
 )
-from pipeline.clock import Clock
+from schema.clock import Clock
 
 _log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DIRECT_WRITE_FAULTS", "DemoOptions", "DemoResult", "ForcedRaces", "run_demo"]
+__all__ = ["DIRECT_WRITE_FAULTS", "DemoOptions", "DemoResult", "ForcedRaces", "counts_text", "run_demo"]
 
 import dataclasses
 import functools
@@ -46,7 +46,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -59,7 +59,7 @@ import httpx
 
 from analytics import lake_from_settings, snapshot
 from analytics.audits import AuditReport, load_config, render_report, run_audits
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import Settings, load_settings
 from devstack._fake_http import Hooks
 from devstack.direct_writes import DirectWrites
@@ -67,16 +67,16 @@ from devstack.fake_array import PROCESSOR_TOKEN, FakeArrayServer
 from devstack.fake_transactions import FakeTransactionsServer
 from devstack.planted_faults import FaultKind, PlantedFault, PlantedItem, plant_faults
 from devstack.service_workload import WorkloadConfig, WorkloadSummary, run_service_workload
-from devstack.simulator import SimulationConfig
 from devstack.stack import LocalStack
 from devstack.ttl_emulator import TtlEmulator
+from devstack.workload import SimulationConfig
 from entitlements import compose
 from entitlements._clients import aws_client
 from entitlements._demo_verdict import MANIFEST_NAME, Verdict, judge, read_manifest, write_manifest
 from entitlements._workload import local_service
 from entitlements.commands._stores import build_recovery
-from pipeline.clock import SimulatedClock
 from pipeline.daemon import DaemonSpec, KclDaemon
+from schema.clock import SimulatedClock
 from schema.errors import DemoError
 from schema.table import entitlement_key, stale_key
 
@@ -119,6 +119,11 @@ DIRECT_WRITE_FAULTS = (
     FaultKind.MILLISECOND_TTL,
     FaultKind.TOKEN_CANARY,
 )
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """`201: 5, 409: 5` (sorted), or `none`: counts as a reader reads them, never a Python dict."""
+    return ", ".join(f"{key}: {n}" for key, n in sorted(counts.items())) or "none"
 
 
 @dataclass
@@ -459,8 +464,8 @@ def _drive_the_service(
         progress(f"entitlements service on {service.url}")
         planted = _run_races(options, settings, fakes, service.url, races, namespace=namespace)
         progress(
-            f"forced races: relink vs second signup {races.relink_vs_second_signup}, relink vs "
-            f"cancellation {races.relink_vs_cancellation} (link answers by status)"
+            f"forced races: relink vs second signup {counts_text(races.relink_vs_second_signup)}, relink "
+            f"vs cancellation {counts_text(races.relink_vs_cancellation)} (link answers by status)"
         )
         workload = run_service_workload(
             WorkloadConfig(

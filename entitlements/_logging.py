@@ -15,7 +15,13 @@ from datetime import UTC, datetime
 
 _PER_REQUEST_LOGGERS = ("httpx", "httpcore", "werkzeug", "uvicorn.access")
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+# Attributes a record carries besides its fields: `color_message` is uvicorn's copy of its template
+# with ANSI colour codes for a terminal, its arguments never filled in (`[\x1b[36m%d\x1b[0m]`).
+_NOT_FIELDS = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class _JsonFormatter(logging.Formatter):
@@ -27,7 +33,7 @@ class _JsonFormatter(logging.Formatter):
             "msg": _message(record),
         }
         for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
+            if key not in _NOT_FIELDS and not key.startswith("_"):
                 entry[key] = value
         if record.exc_info and record.exc_info[0] is not None:
             # The class only: exception messages and tracebacks can carry data.

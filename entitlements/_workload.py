@@ -21,16 +21,20 @@ from typing import Any
 
 from config import Settings
 from devstack.service_runner import InProcessService
-from devstack.simulator import Answer, Answered
 from devstack.unguarded_links import UnguardedLinkTable, assert_all_loopback, unguarded_link_table
+from devstack.workload import Answered, OperationAnswer
 from entitlements import compose
 from entitlements._clients import aws_client
 from schema.errors import EntitlementsError, RetryableError
-from service.app import create_app
-from service.arraylink import link_and_record
-from service.dynamo import EntitlementTable
-from service.errors import ConcurrentRequestError, EntitlementNotActiveError, ServiceRefusal
-from service.parts import ServiceParts
+from service import (
+    ConcurrentRequestError,
+    EntitlementNotActiveError,
+    EntitlementTable,
+    ServiceParts,
+    ServiceRefusal,
+    create_app,
+    link_and_record,
+)
 
 
 @dataclass(frozen=True)
@@ -60,20 +64,20 @@ def local_service(
         yield RunningService(service.url, wrapper)
 
 
-def _answer(error: EntitlementsError) -> Answer:
+def _answer(error: EntitlementsError) -> OperationAnswer:
     if isinstance(error, EntitlementNotActiveError):
-        return Answer.NOT_ACTIVE
+        return OperationAnswer.NOT_ACTIVE
     if isinstance(error, ConcurrentRequestError):
-        return Answer.CONCURRENT
+        return OperationAnswer.CONCURRENT
     if isinstance(error, ServiceRefusal):
-        return Answer.REFUSED
+        return OperationAnswer.REFUSED
     if isinstance(error, RetryableError):
-        return Answer.UNAVAILABLE
+        return OperationAnswer.UNAVAILABLE
     raise error  # a terminal failure that is no refusal (a table refusing us): the run stops
 
 
 class ServiceOperations:
-    """`devstack.simulator.EntitlementOperations` over the service's own parts, in this process: the
+    """`devstack.workload.EntitlementOperations` over the service's own parts, in this process: the
     routes' calls without HTTP (a link records its outcome as the processor route does)."""
 
     def __init__(self, parts: ServiceParts) -> None:
@@ -82,7 +86,7 @@ class ServiceOperations:
     @staticmethod
     def _call(write: Callable[[], str]) -> Answered:
         try:
-            return Answered(Answer.DONE, write())
+            return Answered(OperationAnswer.DONE, write())
         except EntitlementsError as failed:
             return Answered(_answer(failed))
 
@@ -103,7 +107,7 @@ class ServiceOperations:
         attempt = link_and_record(parts.arraylink, parts.recorder, user_id, job_id=uuid.uuid4().hex)
         if attempt.error is not None:
             return Answered(_answer(attempt.error))
-        return Answered(Answer.DONE, attempt.array_account_id)
+        return Answered(OperationAnswer.DONE, attempt.array_account_id)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["COMMANDS", "CommandEntry", "app", "describe_error", "main"]
 
 import importlib
+import signal
 import sys
 import threading
 import traceback
@@ -27,6 +28,7 @@ from entitlements._progress import set_quiet
 # The exit code of a command that could not run (a bad input, a misconfiguration, an unreachable
 # endpoint). Commands with a verdict (audit, validate, drain) exit 1 for a failed one themselves.
 EXIT_REFUSED = 2
+_EXIT_INTERRUPTED = 130  # 128 + SIGINT, as typer exits on KeyboardInterrupt
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +96,17 @@ class _Run:
     """This invocation's global options (reset by each `main`)."""
 
     debug: bool = False
+    interrupted: bool = False  # Ctrl-C came: the threads it stops fail as it unwinds, silently
 
 
 _RUN = _Run()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGINT as Python's own handler (KeyboardInterrupt in the main thread), remembered first: the
+    command's threads then fail under it (closed clients, a stopped server) and say nothing."""
+    _RUN.interrupted = True
+    signal.default_int_handler(signum, frame)
 
 
 def _loaded(module_name: str) -> dict[str, Any]:
@@ -171,11 +181,16 @@ class _LazyGroup(TyperGroup):
         run = {"windows_expand_args": windows_expand_args, **extra}
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **run)
-        _RUN.debug = False
+        _RUN.debug = _RUN.interrupted = False
         set_quiet(False)
         previous_hook, threading.excepthook = threading.excepthook, _thread_failed
+        in_main = threading.current_thread() is threading.main_thread()  # where handlers can be set
+        if in_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
+            signal.signal(signal.SIGINT, _interrupt)
         try:
             outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **run)
+            if _RUN.interrupted and outcome == _EXIT_INTERRUPTED:  # typer's silent exit for Ctrl-C
+                typer.echo("entitlements: interrupted: stopped what it had started", err=True)
         except typer.TyperException as refused:  # click's usage errors: one line, not a panel
             if type(refused).__name__ == "NoArgsIsHelpError":  # `entitlements` or a group alone: its help
                 typer.echo(refused.format_message(), err=True)
@@ -192,6 +207,8 @@ class _LazyGroup(TyperGroup):
             sys.exit(EXIT_REFUSED)
         finally:
             threading.excepthook = previous_hook
+            if in_main and signal.getsignal(signal.SIGINT) is _interrupt:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             _RUN.debug = False
         sys.exit(outcome if isinstance(outcome, int) else 0)
 
@@ -200,6 +217,8 @@ def _thread_failed(failed: threading.ExceptHookArgs) -> None:
     """A background thread's failure (a server's, a worker's): one line too, unless `--debug`."""
     if _RUN.debug or failed.exc_value is None:
         threading.__excepthook__(failed)
+        return
+    if _RUN.interrupted:  # stopped by Ctrl-C as the command unwinds: not a failure of its own
         return
     name = failed.thread.name if failed.thread is not None else "a thread"
     typer.echo(f"entitlements: {name} failed: {describe_error(failed.exc_value)}", err=True)
@@ -288,8 +307,12 @@ def describe_error(error: BaseException) -> str:
     """One line for a failure that reached the command line: the project's errors say what is at fault
     (their messages hold no record content); a third-party error is named by what it concerns (an
     endpoint's address, a file's path) and its class, never by its text, which can quote data."""
+    from entitlements.commands._lake_lines import lake_line  # noqa: PLC0415 (kept off --help)
     from schema.errors import EntitlementsError  # noqa: PLC0415
 
+    refined = lake_line(error)
+    if refined is not None:
+        return _one_line(refined)
     if isinstance(error, EntitlementsError):
         text = str(error)
         if getattr(error, "code", None) in _CONNECTION_CODES:

@@ -24,7 +24,10 @@ __all__ = [
     "handler_registry",
     "lake_eraser",
     "lake_handler",
+    "lake_maintenance",
     "launcher",
+    "lease_table_client",
+    "record_decoder",
     "relink_queue",
     "relinker",
     "retry_worker",
@@ -37,26 +40,29 @@ __all__ = [
     "table_stream_arn",
 ]
 
+import functools
 import shutil
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from adapters import HttpArrayClient, pooled_http
-from adapters import RetryPolicy as EdgeRetryPolicy
+from adapters import HttpArrayAccounts, HttpArrayClient, HttpTransactions, RetryPolicy, pooled_http
 from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
+from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner, stable_owner
 from config import ErasureSettings, Settings
 from entitlements._clients import aws_client
 from pipeline import HandlerRegistry, ShardConsumer, decode_record
 from pipeline._files import private_dir
-from pipeline.clock import clock_from_settings
 from pipeline.dead_letter import DeadLetters
+from pipeline.decode import KinesisSource
 from pipeline.filtering import DroppingUsers
+from pipeline.item_order import ItemOrder
 from pipeline.journal import JournalHandler
 from pipeline.parking import ParkedWork
 from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, RetryPolicy
+from pipeline.shard_consumer import CommitPolicy, Decoder, HandlerRetryPolicy
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
@@ -78,11 +84,13 @@ from processors.erasure import (
     erased_filter,
 )
 from schema.aws_errors import AwsTerminalError, converted
+from schema.clock import clock_from_settings
 from schema.errors import TerminalError
+from schema.outcomes import FlushingSink
 from service.arraylink import ArrayLink, LinkTable
-from service.clients import HttpArrayAccounts, HttpTransactions
+from service.clients import SERVICE_ERRORS
 from service.dynamo import EntitlementTable
-from service.outcomes import FlushingSink, OutcomeRecorder
+from service.outcomes import OutcomeRecorder
 from service.parts import ServiceParts
 from service.relinker import Relinker
 from service.writes import EntitlementService
@@ -124,6 +132,11 @@ def table_stream_arn(settings: Settings, *, table_name: str | None = None) -> st
     return arn
 
 
+def lease_table_client(settings: Settings) -> Any:
+    """The DynamoDB client `consume` reads the KCL application's lease table with (pipeline.lease_watch)."""
+    return aws_client(settings.aws, "dynamodb", **AWS_TIMEOUTS)
+
+
 def launcher(settings: Settings) -> tuple[str, Path]:
     """The Java program and the launcher jar the consumer runs, both checked: a missing one names its
     variable (ENTITLEMENTS_CONSUMER__JAVA, ENTITLEMENTS_CONSUMER__LAUNCHER_JAR; the jar's default is the
@@ -151,6 +164,23 @@ def lake_handler(settings: Settings, *, name: str = "lake") -> DroppingUsers:
     ledger = ErasureLedger.from_settings(settings)
     landing = LakeHandler(lake_from_settings(settings), settings.lake, name=name)
     return DroppingUsers(landing, erased_filter(ledger))
+
+
+def lake_maintenance(settings: Settings, *, owner: str, stop: threading.Event) -> threading.Thread | None:
+    """The lake's maintenance (checkpoint cadence, compaction, vacuum, log clean-up) on a thread of
+    the calling process until `stop`: `consume` runs one, and the lease in the lake elects one runner
+    per lake among every consume; `owner` (the worker id) lets a restarted consume take its own lease
+    back. None when `lake.maintenance_enabled` is off."""
+    if not settings.lake.maintenance_enabled:
+        return None
+    runner = MaintenanceRunner(
+        lake_from_settings(settings),
+        MaintenancePolicy.from_settings(settings.lake),
+        owner=stable_owner(owner),
+    )
+    thread = threading.Thread(target=runner.run, args=(stop,), name="lake-maintenance", daemon=True)
+    thread.start()
+    return thread
 
 
 def lake_eraser(settings: Settings) -> AnalyticsLakeEraser:
@@ -218,6 +248,7 @@ def cleanup_handler(
         retry_budget_seconds=settings.array.retry_budget_seconds,
         deletion_notes=clients.deletion_notes,
         valve=DeleteValve.from_settings(settings.cleanup, state_dir=settings.consumer.state_dir),
+        slow_after_seconds=settings.consumer.lane_slow_after_seconds,
     )
 
 
@@ -260,22 +291,34 @@ def handler_registry(settings: Settings) -> HandlerRegistry:
     return registry
 
 
+def record_decoder(settings: Settings) -> Decoder:
+    """The decoder of the configured source (`settings.source`): a Kinesis stream's records are read
+    for the configured table (docs/operations/sources.md)."""
+    if settings.source.kind == "kinesis":
+        return functools.partial(decode_record, kinesis=KinesisSource(settings.consumer.table_name))
+    return decode_record
+
+
 def shard_consumer(settings: Settings) -> ShardConsumer:
-    """One shard's consumer, as the KCL child runs it."""
-    consumer = settings.consumer
-    if consumer.stream_arn is None:
+    """One shard's consumer, as the KCL child runs it: of the table's DynamoDB stream, or of the Kinesis
+    stream the table streams to, each read's duplicates and per-item order resolved first."""
+    consumer, source = settings.consumer, settings.source
+    kinesis = source.kind == "kinesis"
+    stream_arn = source.stream_arn if kinesis else consumer.stream_arn
+    if stream_arn is None:
         raise SetupMissingError("ENTITLEMENTS_CONSUMER__STREAM_ARN must be set for the KCL child")
     private_dir(consumer.state_dir)  # quarantine, parked work, dead letters, stats: they hold user ids
     return ShardConsumer(
-        stream_arn=consumer.stream_arn,
+        stream_arn=stream_arn,
+        item_order=ItemOrder(memory=source.duplicate_memory) if kinesis else None,
         handlers=handler_registry(settings),
-        decode=decode_record,
+        decode=record_decoder(settings),
         quarantine=Quarantine(consumer.quarantine_dir),
         parked=ParkedWork(consumer.parked_dir),
         dead_letters=DeadLetters(consumer.dead_letter_dir),
         stats_dir=consumer.state_dir / "stats",
         commit=CommitPolicy(consumer.commit_every_records, consumer.commit_interval_seconds),
-        retry=RetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
+        retry=HandlerRetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
     )
 
 
@@ -349,12 +392,14 @@ def service_parts(
 
     `link_table` replaces the table arraylink reads and writes through (devstack's fault-injection
     wrapper, for `simulate` and the demo only); `http` the pooled HTTP client."""
-    retry = EdgeRetryPolicy.from_settings(settings.service)
+    retry = RetryPolicy.from_settings(settings.service)
     table = EntitlementTable(_service_dynamodb(settings), settings.consumer.table_name, retry=retry)
     owned = http is None
     client = http or pooled_http(settings.service.relinker_concurrency)
-    array = HttpArrayAccounts(settings.array, settings.service, http=client, retry=retry)
-    transactions = HttpTransactions(settings.service, http=client, retry=retry)
+    array = HttpArrayAccounts(
+        settings.array, settings.service, http=client, retry=retry, errors=SERVICE_ERRORS
+    )
+    transactions = HttpTransactions(settings.service, http=client, retry=retry, errors=SERVICE_ERRORS)
     clock = clock_from_settings(settings.clock)
     recorder = OutcomeRecorder(sink or lake_handler(settings, name="service-outcomes"), clock)
     return ServiceParts(

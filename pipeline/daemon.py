@@ -16,7 +16,15 @@ leases back at once, with no leader needed.
 
 from __future__ import annotations
 
-__all__ = ["DaemonSpec", "KclDaemon", "Supervised", "launcher_properties", "stable_worker_id", "supervise"]
+__all__ = [
+    "DaemonSpec",
+    "KclDaemon",
+    "Supervised",
+    "launcher_application_name",
+    "launcher_properties",
+    "stable_worker_id",
+    "supervise",
+]
 
 import hashlib
 import logging
@@ -49,15 +57,34 @@ def stable_worker_id(host: str, state_dir: Path) -> str:
     return f"{host}-{digest}"
 
 
+# The Kinesis consumer's KCL application (its lease tables) is the configured name with this suffix.
+_KINESIS_APPLICATION_SUFFIX = "-kinesis"
+
+
+def launcher_application_name(settings: Settings) -> str:
+    """The KCL application (lease table) the launcher runs as: the configured name, suffixed for the
+    Kinesis source. Why: the switch-over (issue 23) runs the DynamoDB Streams consumer and the Kinesis
+    consumer of one table at once with the same settings but the source; their shards are unrelated
+    (each stream's own ids), so one lease table would mix two streams' leases and checkpoints."""
+    name = settings.consumer.application_name
+    return name + _KINESIS_APPLICATION_SUFFIX if settings.source.kind == "kinesis" else name
+
+
 def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, child_command: str) -> str:
-    """The launcher's properties file (keys documented in pipeline/launcher/README.md)."""
-    consumer, aws = settings.consumer, settings.aws
+    """The launcher's properties file (keys documented in pipeline/launcher/README.md). With the Kinesis
+    source the launcher reads `settings.source.stream_arn` and `stream_arn` (the table's DynamoDB
+    stream) is not written."""
+    consumer, aws, source = settings.consumer, settings.aws, settings.source
+    kinesis = source.kind == "kinesis"
     values: dict[str, str | None] = {
         "executableName": child_command,
-        "applicationName": consumer.application_name,
+        "applicationName": launcher_application_name(settings),
         "workerId": worker_id,
         "regionName": aws.region,
-        "streamArn": stream_arn,
+        "sourceKind": source.kind,
+        "streamArn": None if kinesis else stream_arn,
+        "kinesisStreamArn": source.stream_arn if kinesis else None,
+        "kinesisEndpoint": aws.endpoint("kinesis") if kinesis else None,
         "dynamoDbEndpoint": aws.endpoint("dynamodb"),
         "streamsEndpoint": aws.endpoint("streams"),
         "cloudWatchEndpoint": aws.endpoint("cloudwatch"),
@@ -69,6 +96,7 @@ def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, 
         "parentShardPollIntervalMillis": str(min(consumer.shard_sync_interval_ms, 10_000)),
         "inMemoryWorkerMetricsCaptureFrequencyMillis": str(consumer.worker_metrics_capture_ms),
         "workerMetricsReporterFreqInMillis": str(consumer.worker_metrics_report_ms),
+        "workerMetrics": consumer.worker_metrics,
         "metricsEnabled": str(consumer.metrics_enabled).lower(),
     }
     return "".join(f"{key} = {value}\n" for key, value in values.items() if value is not None)
@@ -248,8 +276,10 @@ def supervise(
 ) -> None:
     """Keep the daemon running until `stop` is set; restart it with backoff when it exits on its own.
 
-    The backoff doubles while restarts keep failing, and starts again from 1 s once a run has delivered
-    records (or run for five minutes): a crash after real work is not a crash loop.
+    The backoff doubles while restarts keep failing, up to `max_backoff`, and starts again from 1 s once
+    a run has delivered records (or run for five minutes): a crash after real work is not a crash loop.
+    `entitlements consume` caps it at the lease failover time: a worker that waited longer between
+    attempts would lose its leases to the others anyway, so a longer wait buys nothing but downtime.
     """
     backoff = 1.0
     daemon.start()

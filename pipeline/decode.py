@@ -68,7 +68,7 @@ tests/pipeline/test_decode_fuzz.py holds both to a reference reading over mutate
 
 from __future__ import annotations
 
-__all__ = ["DecodeError", "decode_record", "decode_stream_record"]
+__all__ = ["DecodeError", "KinesisSource", "decode_export_item", "decode_record", "decode_stream_record"]
 
 import math
 import operator
@@ -83,6 +83,12 @@ import orjson
 from msgspec import UNSET, Struct, UnsetType
 
 from pipeline._attribute_values import decode_image, parse_number
+from pipeline._kinesis_envelope import (
+    KinesisSource,
+    is_kinesis_envelope,
+    is_kinesis_sequence,
+    read_kinesis_envelope,
+)
 from pipeline.errors import DecodeError
 from pipeline.events import (
     SEQUENCE_RULE,
@@ -95,6 +101,7 @@ from pipeline.events import (
     EntitlementRemoved,
     EntitlementStatusChanged,
     EntitlementUpdated,
+    ItemExported,
     StreamEvent,
     StreamPosition,
     UnknownItemChanged,
@@ -107,6 +114,8 @@ from schema.table import (
     USER_PK_PREFIX,
     CleanupRecord,
     EntitlementRow,
+    GuardItem,
+    IdempotencyRecord,
     Item,
     ItemKind,
     UnknownItem,
@@ -129,6 +138,9 @@ _EXACT_MILLIS_LIMIT: Final = 2**32 * 1000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _USER_PK_LENGTH: Final = len(USER_PK_PREFIX)
 _MAX_EVENT_ID_IN_CONTEXT: Final = 128
+# A consumer of a Kinesis stream reads only Kinesis's envelope: a record without it (no recordFormat, no
+# tableName) would otherwise be read as a DynamoDB stream record at the Kinesis sequence number.
+_NOT_KINESIS: Final = "not a Kinesis record (no recordFormat or tableName), and the source is Kinesis"
 
 
 # -- the shapes -----------------------------------------------------------------------------------------
@@ -147,13 +159,21 @@ def _wire_value(accepted: tuple[type, ...]) -> type[_S] | type[_N]:
     return _N if int in accepted else _S
 
 
-# The wire image, derived from the item Structs: every attribute either item class declares, as the
-# service writes it, and nothing else (`forbid_unknown_fields`): anything more takes the generic branch.
+# The item classes the service writes (its own guard and idempotency records among them: every guarded
+# write's transaction changes the guard, so a live stream holds about as many guard changes as row
+# changes, and these took the generic branch).
+_WRITTEN: Final = (EntitlementRow, CleanupRecord, GuardItem, IdempotencyRecord)
+# The wire image, derived from the item Structs: every attribute those classes declare, as the service
+# writes it, and nothing else (`forbid_unknown_fields`): anything more takes the generic branch.
 _WIRE_ATTRIBUTES: Final = {
-    name: _wire_value(accepted)
-    for cls in (EntitlementRow, CleanupRecord)
-    for name, (accepted, _) in ITEM_FIELDS[cls].items()
+    name: _wire_value(accepted) for cls in _WRITTEN for name, (accepted, _) in ITEM_FIELDS[cls].items()
 }
+# One attribute name, one wire type, whichever class declares it (a Number `ttl` in both that have one).
+assert all(
+    _wire_value(accepted) is _WIRE_ATTRIBUTES[name]
+    for cls in _WRITTEN
+    for name, (accepted, _) in ITEM_FIELDS[cls].items()
+), "an attribute's wire type differs between item classes"
 _WIRE_NAMES: Final = tuple(_WIRE_ATTRIBUTES)
 _WIRE_NUMBERS: Final = tuple(name for name, value in _WIRE_ATTRIBUTES.items() if value is _N)
 _WireImage = msgspec.defstruct(
@@ -230,19 +250,28 @@ def decode_record(
     stream_arn: str,
     shard_id: str,
     sequence_number: str | None = None,
+    kinesis: KinesisSource | None = None,
 ) -> StreamEvent:
     """One KCL adapter record (the JSON of a whole stream record) to its typed event.
 
     `sequence_number` is the KCL record's sequence number; when given, the stream record's own
     ``SequenceNumber`` must equal it (the adapter sets one from the other).
+
+    A Kinesis Data Streams record (its envelope named by recordFormat/tableName) is read through
+    `pipeline._kinesis_envelope` into the same events, its position's sequence number its change key
+    (`pipeline._kinesis_envelope.change_key`); `kinesis` is the configured source: without it such a
+    record is refused, and with it any other record is.
     """
     record: Any = None
+    kinesis_record: dict[str, Any] | None = None
     try:
         try:
             record = _decode_typed(data)
         except (msgspec.MsgspecError, RecursionError):
             record = None
         if record is not None:  # the typed branch
+            if kinesis is not None:
+                raise DecodeError(_NOT_KINESIS)
             ddb = record.dynamodb
             keys = {name: value.value for name, value in ddb.Keys.items()}
             new, old = _typed_item("NewImage", ddb.NewImage), _typed_item("OldImage", ddb.OldImage)
@@ -254,9 +283,22 @@ def decode_record(
             record = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise DecodeError("record is not valid JSON") from None
+        if type(record) is dict and is_kinesis_envelope(record):
+            # Its time is read there, made aware; its position's sequence number is its change key.
+            kinesis_record = record
+            mapped = read_kinesis_envelope(
+                record, source=kinesis, shard_id=shard_id, sequence_number=sequence_number
+            )
+            return _generic(mapped, stream_arn, shard_id, None, adapter=False)
+        if kinesis is not None:
+            raise DecodeError(_NOT_KINESIS)
         return _generic(record, stream_arn, shard_id, sequence_number, adapter=True)
     except DecodeError as error:
-        raise DecodeError(error.reason, context=_context(record, shard_id, sequence_number)) from None
+        if kinesis_record is not None:  # where it sits is the Kinesis record's sequence number
+            context = _kinesis_context(kinesis_record, shard_id, sequence_number)
+        else:
+            context = _context(record, shard_id, sequence_number)
+        raise DecodeError(error.reason, context=context) from None
     except RecursionError:
         raise DecodeError("record nests too deeply", context=_context(None, shard_id, None)) from None
 
@@ -273,10 +315,61 @@ def decode_stream_record(record: Mapping[str, Any], *, stream_arn: str, shard_id
         raise DecodeError("record nests too deeply", context=_context(None, shard_id, None)) from None
 
 
+_KEY_NAMES: Final = ("pk", "sk")
+
+
+def decode_export_item(
+    line: bytes,
+    *,
+    export_arn: str,
+    data_file: str,
+    sequence_number: str,
+    exported_at: datetime,
+    event_id: str,
+) -> ItemExported:
+    """One line of a DynamoDB-JSON export data file (``{"Item": {...}}``) to an `ItemExported` event.
+
+    The item is read by the same strict attribute-value decoder as a stream image (every type exact:
+    numbers to 38 digits, base64 binary, sets) and typed by `schema.table.parse_item`; the user and the
+    kind follow the stream's rules. `export_arn`, `data_file` and `sequence_number` are the event's
+    position (its identity in the lake); `exported_at` (aware) its time; `event_id` names it (no key or
+    other personal data). Refused with `DecodeError`: a line that is not JSON, not an object holding
+    exactly ``Item``, an item without a string ``pk`` and ``sk``, a malformed attribute value, or a
+    sequence number that breaks the one rule. The error names the reason only."""
+    context = RecordContext(shard_id=data_file, event_id=event_id[:_MAX_EVENT_ID_IN_CONTEXT])
+    try:
+        if not is_sequence_number(sequence_number):
+            raise DecodeError(f"sequence number is not {SEQUENCE_RULE}")
+        if exported_at.tzinfo is None:
+            raise DecodeError("export time is not timezone-aware")
+        try:
+            parsed = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise DecodeError("export line is not valid JSON") from None
+        if type(parsed) is not dict or set(parsed) != {"Item"} or type(parsed["Item"]) is not dict:
+            raise DecodeError("export line is not an object holding exactly Item")
+        image = _image("Item", parsed["Item"], True)
+        if image is None:
+            raise DecodeError("Item is empty")
+        keys = {name: image.get(name) for name in _KEY_NAMES}
+        if any(type(value) is not str or not value for value in keys.values()):
+            raise DecodeError("Item has no string pk and sk")
+        item = parse_item(image)
+        position = StreamPosition(stream_arn=export_arn, shard_id=data_file, sequence_number=sequence_number)
+        return ItemExported(
+            event_id=event_id, position=position, created_at=exported_at.astimezone(UTC), keys=keys,
+            item_kind=item_kind(keys["sk"]), user_id=_user_id(keys, item, None), new_item=item,
+        )  # fmt: skip
+    except DecodeError as error:
+        raise DecodeError(error.reason, context=context) from None
+    except RecursionError:
+        raise DecodeError("export line nests too deeply", context=context) from None
+
+
 # -- the branches ---------------------------------------------------------------------------------------
 
 
-def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...]:
+def _complete(cls: type[EntitlementRow | CleanupRecord | GuardItem | IdempotencyRecord]) -> tuple[Any, ...]:
     """How the typed branch builds `cls` from a wire image holding exactly `cls`'s attributes (what the
     service writes), derived from `cls`'s fields: a getter of their values (AttributeError when one is
     absent), a getter of every other wire attribute with what it gives when those are all absent, the
@@ -294,7 +387,6 @@ def _complete(cls: type[EntitlementRow] | type[CleanupRecord]) -> tuple[Any, ...
         operator.attrgetter(*(f"{name}.value" for name in names)),
         operator.attrgetter(*others, *others),  # a tuple even for one name
         (UNSET,) * (2 * len(others)),
-        names.index(SK),
         tuple(index for index, name in enumerate(names) if _WIRE_ATTRIBUTES[name] is _N),
         kind_first,
     )
@@ -307,32 +399,38 @@ _ITEM_CLASS: Final[dict[ItemKind, Any]] = {
     for kind in ItemKind
     if (cls := item_class(kind)) is not None and cls in (EntitlementRow, CleanupRecord)
 }
-_COMPLETE: Final[tuple[tuple[Any, ...], ...]] = tuple(
-    _complete(cls) for cls in (EntitlementRow, CleanupRecord)
-)
+# Each written class's builder, by the class its sort key names: one lookup, where trying the classes in
+# turn raised an AttributeError for each one that did not fit (most of an INSERT's or a REMOVE's cost).
+_COMPLETE: Final[dict[type, tuple[Any, ...]]] = {cls: _complete(cls) for cls in _WRITTEN}
+# The image the adapter writes for the side a change does not have (`{}`): every attribute absent.
+_ABSENT_IMAGE: Final = _WireImage()
+_SORT_KEY: Final = operator.attrgetter(SK)
 
 
 def _typed_item(section: str, image: Any) -> Item | None:
     """The item of a typed image: built directly when it holds exactly the attributes of the class its
     sort key names (every value's type is then the wire shape's, derived from that class), else through
     `parse_item`, as the generic branch does. A number that is not one names its section, as there."""
-    if image is UNSET:
+    if image is UNSET or image == _ABSENT_IMAGE:  # the adapter writes an absent image as {}
         return None
     try:
-        for cls, values, others, absent, sk_index, numbers, kind_first in _COMPLETE:
-            try:
-                fields = values(image)
-            except AttributeError:
-                continue
-            kind = item_kind(fields[sk_index])
-            if others(image) != absent or _ITEM_CLASS.get(kind) is not cls:
-                break
-            if numbers:
-                fields = list(fields)
-                for index in numbers:
-                    fields[index] = parse_number(fields[index])
-            build: Any = cls  # the class itself (mypy would narrow it by the comparison above)
-            return build(kind, *fields) if kind_first else build(*fields)  # type: ignore[no-any-return]
+        sort_key = _SORT_KEY(image)
+        if sort_key is not UNSET:
+            kind = item_kind(sort_key.value)
+            complete = _COMPLETE.get(item_class(kind))  # type: ignore[arg-type]
+            if complete is not None:
+                cls, values, others, absent, numbers, kind_first = complete
+                try:
+                    fields = values(image)
+                except AttributeError:  # one of its attributes is absent: `parse_item` decides
+                    fields = None
+                if fields is not None and others(image) == absent:
+                    if numbers:
+                        fields = list(fields)
+                        for index in numbers:
+                            fields[index] = parse_number(fields[index])
+                    build: Any = cls
+                    return build(kind, *fields) if kind_first else build(*fields)  # type: ignore[no-any-return]
         out = {}
         for name, value in zip(_WIRE_NAMES, msgspec.structs.astuple(image), strict=True):
             if value is not UNSET:
@@ -490,17 +588,7 @@ def _event(
             raise DecodeError("userIdentity names neither a type nor a principal")
         ttl_deletion = change is _REMOVE and kind_ == TTL_IDENTITY_TYPE and principal == TTL_PRINCIPAL
 
-    # The user: the item's userId (new image first), else what follows USER# in the partition key.
-    user_id = new_item.userId if isinstance(new_item, EntitlementRow | CleanupRecord) else _user_of(new_item)
-    if type(user_id) is not str or not user_id:
-        user_id = _user_of(old_item)
-    if type(user_id) is not str or not user_id:
-        pk = keys.get("pk")
-        if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
-            user_id = pk[_USER_PK_LENGTH:]
-        else:
-            user_id = None
-
+    user_id = _user_id(keys, new_item, old_item)
     kind = item_kind(keys.get("sk"))
     event_class = _classify(kind, change, new_item, old_item, ttl_deletion)
     position = StreamPosition(stream_arn=stream_arn, shard_id=shard_id, sequence_number=sequence)
@@ -515,6 +603,20 @@ def _event(
         event_id=event_id, change=change, position=position, created_at=created_at, keys=keys,
         item_kind=kind, user_id=user_id, ttl_deletion=ttl_deletion, old_item=old_item, new_item=new_item,
     )  # fmt: skip
+
+
+def _user_id(keys: dict[str, Any], new_item: Item | None, old_item: Item | None) -> str | None:
+    """The one user-id rule: the item's userId (new image first), else what follows USER# in the
+    partition key."""
+    user_id = new_item.userId if isinstance(new_item, EntitlementRow | CleanupRecord) else _user_of(new_item)
+    if type(user_id) is not str or not user_id:
+        user_id = _user_of(old_item)
+    if type(user_id) is not str or not user_id:
+        pk = keys.get("pk")
+        if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
+            return pk[_USER_PK_LENGTH:]
+        return None
+    return user_id
 
 
 def _user_of(item: Item | None) -> Any:
@@ -597,6 +699,14 @@ def _offset(seconds: float) -> datetime:
         return _EPOCH + timedelta(seconds=seconds)
     except OverflowError:
         raise DecodeError("ApproximateCreationDateTime is out of range") from None
+
+
+def _kinesis_context(record: dict[str, Any], shard_id: str, read_at: str | None) -> RecordContext:
+    """Where a refused Kinesis record sits: the Kinesis sequence number it was read at (when well formed)
+    and its event id, as `_context` reads one."""
+    placed = _context(record, shard_id, None)
+    sequence = read_at if is_kinesis_sequence(read_at) else None
+    return RecordContext(shard_id=shard_id, sequence_number=sequence, event_id=placed.event_id)
 
 
 def _context(record: Any, shard_id: str, read_at: str | None) -> RecordContext:

@@ -24,6 +24,7 @@ __all__ = [
     "EntitlementUpdated",
     "Event",
     "EventType",
+    "ItemExported",
     "StreamEvent",
     "StreamPosition",
     "UnknownItemChanged",
@@ -64,6 +65,8 @@ class ChangeKind(StrEnum):
     INSERT = "INSERT"
     MODIFY = "MODIFY"
     REMOVE = "REMOVE"
+    # Not a stream change: an item as a point-in-time export (or a scan) saw it (`ItemExported`).
+    EXPORT = "EXPORT"
 
 
 class EventType(StrEnum):
@@ -76,6 +79,7 @@ class EventType(StrEnum):
     CLEANUP_CANCELLED = "cleanup.cancelled"  # deleted by the service (reactivation)
     CLEANUP_EXPIRED = "cleanup.expired"  # deleted by DynamoDB TTL
     UNKNOWN_ITEM = "unknown.item"
+    ITEM_EXPORTED = "item.exported"  # an item of a bootstrap's export or scan (analytics.lake.bootstrap)
 
 
 class StreamPosition(Struct, frozen=True, kw_only=True, gc=False):
@@ -170,6 +174,19 @@ class CleanupExpired(StreamEvent, tag=EventType.CLEANUP_EXPIRED.value, frozen=Tr
 
 class UnknownItemChanged(StreamEvent, tag=EventType.UNKNOWN_ITEM.value, frozen=True, kw_only=True, gc=False):
     event_type: ClassVar[EventType] = EventType.UNKNOWN_ITEM
+
+
+class ItemExported(StreamEvent, tag=EventType.ITEM_EXPORTED.value, frozen=True, kw_only=True, gc=False):
+    """An item as a point-in-time export (or a bootstrap's scan) holds it: the item's state at the export
+    time, not a change the stream carried. Its position names the export (`stream_arn`: the export's
+    ARN), the data file (`shard_id`) and a sequence number the bootstrap gives it so that it sorts after
+    the item's stream changes before the export time and before those at or after it
+    (`pipeline.decode.decode_export_item`). Only the landing takes these; no handler acts on them, so they
+    are not part of `Event`."""
+
+    event_type: ClassVar[EventType] = EventType.ITEM_EXPORTED
+    change: ChangeKind = ChangeKind.EXPORT
+    new_item: Item
 
 
 Event = (

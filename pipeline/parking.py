@@ -1,7 +1,7 @@
 """Work a handler could not finish, parked durably so the shard can move on without losing it.
 
 A parked batch holds the raw records (not decoded events) so that it replays through exactly the same
-path as the stream: `entitlements consume replay-parked` decodes them again and hands them to the same
+path as the stream: `entitlements replay-parked` decodes them again and hands them to the same
 handler. Files are owner-only (they hold customer data) and named by shard and sequence range.
 """
 

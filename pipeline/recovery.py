@@ -34,7 +34,7 @@ from pipeline.dead_letter import DeadLetter, DeadLetters
 from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine, QuarantinedRecord
-from pipeline.shard_consumer import CommitPolicy, Decoder, RetryPolicy, ShardConsumer, WindowReport
+from pipeline.shard_consumer import CommitPolicy, Decoder, HandlerRetryPolicy, ShardConsumer, WindowReport
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Recovery:
         quarantine: Quarantine,
         parked: ParkedWork,
         dead_letters: DeadLetters,
-        retry: RetryPolicy | None = None,
+        retry: HandlerRetryPolicy | None = None,
     ) -> None:
         handlers.ordered()  # an unknown sink or a cycle fails here, before anything is touched
         self._handlers = handlers
@@ -80,7 +80,7 @@ class Recovery:
         self._quarantine = quarantine
         self._parked = parked
         self._dead_letters = dead_letters
-        self._retry = retry or RetryPolicy()
+        self._retry = retry or HandlerRetryPolicy()
 
     def replay_parked(self, progress: Callable[[int, int], None] | None = None) -> RecoveryReport:
         """Every parked batch again; `progress(done, total)` is called after each (a command's bar)."""
@@ -159,7 +159,7 @@ class Recovery:
         )
         consumer.start(shard_id)
         consumer.process(records, _no_checkpoint)
-        return consumer.commit(_no_checkpoint)
+        return consumer.commit(_no_checkpoint, settle=True)  # nothing left running on a handler's lanes
 
 
 def reason_counts(records: Iterable[QuarantinedRecord | DeadLetter]) -> Counter[tuple[str, str]]:

@@ -18,6 +18,8 @@ __all__ = [
     "TableContractMismatch",
     "TableDescription",
     "create_table",
+    "enable_kinesis_destination",
+    "kinesis_precision",
     "stream_arn_for",
 ]
 
@@ -183,6 +185,52 @@ def create_table(
     return TableDescription(
         table_name=table_name, table_arn=str(table["TableArn"]), stream_arn=str(stream_arn), created=created
     )
+
+
+# What a Kinesis destination's time is counted in (EnableKinesisStreamingConfiguration); AWS's default.
+KINESIS_PRECISIONS = ("MICROSECOND", "MILLISECOND")
+_LIVE_DESTINATION = frozenset({"ENABLING", "ACTIVE", "UPDATING"})
+
+
+def kinesis_precision(value: str) -> str:
+    """`value` when it names a precision Kinesis destinations take; else `TerminalError` (one line)."""
+    if value not in KINESIS_PRECISIONS:
+        raise TerminalError(f"precision must be one of {', '.join(KINESIS_PRECISIONS)}")
+    return value
+
+
+def enable_kinesis_destination(
+    client: Any, table_name: str, kinesis_stream_arn: str, *, precision: str = "MICROSECOND"
+) -> str:
+    """Stream the table's changes to a Kinesis data stream as well (Kinesis Data Streams for DynamoDB),
+    with the creation time's precision; idempotent: a destination already live for that stream is kept,
+    its precision updated when it differs. Returns what was done: `enabled`, `updated` or `unchanged`.
+
+    `client` is `Any`: a boto3 `dynamodb` client (moto lacks these calls; botocore's Stubber tests them)."""
+    precision = kinesis_precision(precision)
+    with converted("DynamoDB DescribeKinesisStreamingDestination"):
+        described = client.describe_kinesis_streaming_destination(TableName=table_name)
+    action = "Enable"
+    for destination in described.get("KinesisDataStreamDestinations", []):
+        if destination.get("StreamArn") != kinesis_stream_arn:
+            continue
+        if destination.get("DestinationStatus") not in _LIVE_DESTINATION:
+            break  # disabled or failed: enable it again
+        # A destination enabled before precisions existed reports none: it counts in milliseconds.
+        if destination.get("ApproximateCreationDateTimePrecision", "MILLISECOND") == precision:
+            return "unchanged"
+        action = "Update"
+        break
+    # EnableKinesisStreamingDestination and UpdateKinesisStreamingDestination take the same arguments
+    # but for the configuration's name.
+    with converted(f"DynamoDB {action}KinesisStreamingDestination"):
+        getattr(client, f"{action.lower()}_kinesis_streaming_destination")(
+            TableName=table_name,
+            StreamArn=kinesis_stream_arn,
+            **{f"{action}KinesisStreamingConfiguration": {"ApproximateCreationDateTimePrecision": precision}},
+        )
+    _log.info("kinesis destination set", extra={"action": action.lower()})
+    return "updated" if action == "Update" else "enabled"
 
 
 def stream_arn_for(table_name: str, client: Any) -> str:

@@ -19,9 +19,11 @@ from __future__ import annotations
 __all__ = [
     "FINAL_CLEANUP_OUTCOMES",
     "FINAL_OUTCOME_PRECEDENCE",
+    "FlushingSink",
     "OutcomeEvent",
     "OutcomeKind",
     "OutcomeSink",
+    "final_rank",
     "outcome_id",
     "preferred_outcome",
 ]
@@ -78,8 +80,9 @@ FINAL_CLEANUP_OUTCOMES = frozenset(FINAL_OUTCOME_PRECEDENCE)
 _FINAL = "final"
 
 
-def _final_rank(kind: OutcomeKind) -> int | None:
-    """A final outcome's place in `FINAL_OUTCOME_PRECEDENCE` (0 is kept first); None for a step."""
+def final_rank(kind: OutcomeKind | str) -> int | None:
+    """A final outcome's place in `FINAL_OUTCOME_PRECEDENCE` (0 is kept first); None for a step. A kind's
+    stored text ranks as its member does (the kinds are a StrEnum)."""
     return FINAL_OUTCOME_PRECEDENCE.index(kind) if kind in FINAL_CLEANUP_OUTCOMES else None
 
 
@@ -115,7 +118,7 @@ class OutcomeEvent(BaseModel):
 def preferred_outcome(kept: OutcomeEvent, new: OutcomeEvent) -> OutcomeEvent:
     """Of two outcomes with one identity, the one to keep: the first in `FINAL_OUTCOME_PRECEDENCE` for
     final outcomes, else (a repeat of the same step) the one kept already."""
-    kept_rank, new_rank = _final_rank(kept.kind), _final_rank(new.kind)
+    kept_rank, new_rank = final_rank(kept.kind), final_rank(new.kind)
     if kept_rank is not None and new_rank is not None and new_rank < kept_rank:
         return new
     return kept
@@ -125,3 +128,12 @@ class OutcomeSink(Protocol):
     """Where processors put outcomes. The lake implements it; its flush precedes the checkpoint."""
 
     def add_outcome(self, outcome: OutcomeEvent) -> None: ...
+
+
+class FlushingSink(Protocol):
+    """An outcome sink whose `flush` returns when the outcomes handed to it are durable (the lake's
+    landing): what the service's recorder and the erasure's completion write through."""
+
+    def add_outcome(self, outcome: OutcomeEvent) -> None: ...
+
+    def flush(self) -> None: ...

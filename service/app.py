@@ -81,17 +81,17 @@ class Linked(BaseModel):
     status: str = "linked"
 
 
-class Refusal(BaseModel):
+class ErrorBody(BaseModel):
     error: str
     message: str
 
 
 _REFUSALS: dict[int | str, dict[str, Any]] = {
-    404: {"model": Refusal, "description": "unknown user, or no Active entitlement"},
-    409: {"model": Refusal, "description": "the user's rows are not in the state the operation needs"},
-    422: {"model": Refusal, "description": "validation"},
-    502: {"model": Refusal, "description": "Array or transactions-service refused the call"},
-    503: {"model": Refusal, "description": "a downstream call kept failing: safe to retry"},
+    404: {"model": ErrorBody, "description": "unknown user, or no Active entitlement"},
+    409: {"model": ErrorBody, "description": "the user's rows are not in the state the operation needs"},
+    422: {"model": ErrorBody, "description": "validation"},
+    502: {"model": ErrorBody, "description": "Array or transactions-service refused the call"},
+    503: {"model": ErrorBody, "description": "a downstream call kept failing: safe to retry"},
 }
 
 

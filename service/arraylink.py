@@ -19,7 +19,14 @@ never logged, never in an error, an outcome or a result.
 
 from __future__ import annotations
 
-__all__ = ["ArrayLink", "ErrEntitlementNotActive", "LinkAttempt", "LinkTable", "Linked", "link_and_record"]
+__all__ = [
+    "ArrayLink",
+    "ErrEntitlementNotActive",
+    "LinkAttempt",
+    "LinkTable",
+    "LinkWritten",
+    "link_and_record",
+]
 
 import logging
 from dataclasses import dataclass
@@ -43,7 +50,7 @@ class LinkTable(Protocol):
 
 
 @dataclass(frozen=True)
-class Linked:
+class LinkWritten:
     """A link that was written back: the Array account the Active row names."""
 
     array_account_id: str
@@ -57,7 +64,7 @@ class ArrayLink:
         self._transactions = transactions
         self._array = array
 
-    def link(self, user_id: str) -> Linked:
+    def link(self, user_id: str) -> LinkWritten:
         """Link the user's primary account to their Array account. Raises `UnknownUserError`,
         `ErrEntitlementNotActive` (no Active row, or SaveIfActive refused), `WrongStateError` (no primary
         account), `DownstreamRefusedError`, `ServiceUnavailableError`."""
@@ -72,7 +79,7 @@ class ArrayLink:
         except ErrEntitlementNotActive as refused:
             refused.array_account_id = account
             raise
-        return Linked(array_account_id=account)
+        return LinkWritten(array_account_id=account)
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
-"""The service's downstream clients: the HTTP edge's (`adapters`) Array and transactions-service clients,
-raising the service's own refusals so that the routes answer them as every other refusal: transient
-failures past the retries `ServiceUnavailableError` (503; the relinker lets the job be redelivered), a
-refusal `DownstreamRefusedError` (502), transactions-service's "no primary account"
-`WrongStateError` (409 `no_primary_account`) and Array's unknown account `DownstreamRefusedError`
-(`array_user_unknown`). The calls, their retries and the reading of httpx's failures are the edge's.
+"""How the service's downstream clients raise the service's own refusals: the HTTP edge's
+`adapters.HttpArrayAccounts` and `adapters.HttpTransactions`, built with `errors=SERVICE_ERRORS`, so that
+the routes answer them as every other refusal: transient failures past the retries
+`ServiceUnavailableError` (503; the relinker lets the job be redelivered), a refusal
+`DownstreamRefusedError` (502), transactions-service's "no primary account" `WrongStateError` (409
+`no_primary_account`) and Array's unknown account `DownstreamRefusedError` (`array_user_unknown`). The
+calls, their retries and the reading of httpx's failures are the edge's.
 """
 
 from __future__ import annotations
 
-__all__ = ["SERVICE_ERRORS", "HttpArrayAccounts", "HttpTransactions"]
+__all__ = ["SERVICE_ERRORS"]
 
 import adapters
 from schema.errors import EntitlementsError
@@ -30,15 +31,3 @@ def _not_found(message: str, code: str) -> EntitlementsError:
 
 
 SERVICE_ERRORS = adapters.DownstreamErrors(unavailable=_unavailable, refused=_refused, not_found=_not_found)
-
-
-class HttpArrayAccounts(adapters.HttpArrayAccounts):
-    """`adapters.ArrayAccounts` over HTTP, raising the service's refusals."""
-
-    errors = SERVICE_ERRORS
-
-
-class HttpTransactions(adapters.HttpTransactions):
-    """`adapters.Transactions` over HTTP, raising the service's refusals."""
-
-    errors = SERVICE_ERRORS

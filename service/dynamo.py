@@ -15,7 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "SAVE_IF_ACTIVE_CONDITION",
-    "DynamoDBClient",
+    "DynamoDBCalls",
     "EntitlementTable",
     "LowLevelItem",
     "TransactionRefusedError",
@@ -118,7 +118,7 @@ class UserItems:
 # -- the calls --------------------------------------------------------------------------------------
 
 
-class DynamoDBClient(Protocol):
+class DynamoDBCalls(Protocol):
     """The data-plane calls the service makes (a boto3 `dynamodb` client has them)."""
 
     def put_item(self, **kwargs: Any) -> dict[str, Any]: ...
@@ -132,7 +132,7 @@ class DynamoDBClient(Protocol):
 class EntitlementTable:
     """The entitlements table as the service writes it. Thread-safe (boto3 clients are)."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, client: DynamoDBCalls, table_name: str, *, retry: RetryPolicy | None = None) -> None:
         self._client = client
         self.table_name = table_name
         self._retry = retry or RetryPolicy()

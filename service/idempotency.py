@@ -28,7 +28,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
-from pipeline.clock import Clock
+from schema.clock import Clock
 from schema.table import idempotency_key
 from schema.table_writes import (
     IDEMPOTENCY_IN_FLIGHT,

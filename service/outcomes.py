@@ -8,25 +8,17 @@ short code; never a processor token.
 
 from __future__ import annotations
 
-__all__ = ["FlushingSink", "OutcomeRecorder", "link_outcome"]
+__all__ = ["OutcomeRecorder", "link_outcome"]
 
 import logging
 import threading
 from datetime import datetime
-from typing import Protocol
 
 import telemetry
-from pipeline.clock import Clock
-from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
+from schema.clock import Clock
+from schema.outcomes import FlushingSink, OutcomeEvent, OutcomeKind, outcome_id
 
 logger = logging.getLogger(__name__)
-
-
-class FlushingSink(Protocol):
-    """Where outcomes go (the lake's landing): `flush` returns when they are durable."""
-
-    def add_outcome(self, outcome: OutcomeEvent) -> None: ...
-    def flush(self) -> None: ...
 
 
 def link_outcome(

@@ -21,9 +21,9 @@ A job holds a user id (SQS is a store like the table); logs hold counts and code
 from __future__ import annotations
 
 __all__ = [
+    "RelinkQueueClient",
     "RelinkReport",
     "Relinker",
-    "SqsClient",
     "enqueue_relinks",
     "parse_job",
     "relink_job_body",
@@ -31,14 +31,14 @@ __all__ = [
 
 import json
 import logging
-import queue
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from schema.aws_errors import AwsRetryableError, AwsTerminalError, converted
+from adapters.sqs_runner import SqsRunner
+from schema.aws_errors import AwsRetryableError, converted
 from schema.errors import RetryableError
 from schema.outcomes import OutcomeKind
 from service.arraylink import ArrayLink, link_and_record
@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 _BATCH = 10  # SQS's batch limit
 
 
-class SqsClient(Protocol):
+class RelinkQueueClient(Protocol):
     def receive_message(self, **kwargs: Any) -> dict[str, Any]: ...
     def delete_message_batch(self, **kwargs: Any) -> dict[str, Any]: ...
     def send_message_batch(self, **kwargs: Any) -> dict[str, Any]: ...
@@ -73,7 +73,7 @@ def parse_job(body: str) -> tuple[str, str] | None:
     return None
 
 
-def enqueue_relinks(sqs: SqsClient, queue_url: str, user_ids: Iterable[str]) -> int:
+def enqueue_relinks(sqs: RelinkQueueClient, queue_url: str, user_ids: Iterable[str]) -> int:
     """One relink job per user id, sent in batches of ten. Returns how many were sent."""
     sent = 0
     batch: list[str] = []
@@ -123,7 +123,7 @@ class Relinker:
     def __init__(
         self,
         *,
-        sqs: SqsClient,
+        sqs: RelinkQueueClient,
         queue_url: str,
         arraylink: ArrayLink,
         recorder: OutcomeRecorder,
@@ -135,12 +135,12 @@ class Relinker:
             raise ValueError("concurrency must be at least 1")
         self._sqs = sqs
         self._queue_url = queue_url
+        self._runner = SqsRunner(sqs, queue_url, attribute_names=["ApproximateReceiveCount"])
         self._arraylink = arraylink
         self._recorder = recorder
         self._concurrency = concurrency
         self._wait_seconds = wait_seconds
         self._ack_interval = ack_interval_seconds
-        self._done: queue.Queue[str] = queue.Queue()  # receipt handles to acknowledge
         self._lock = threading.Lock()
         self.report = RelinkReport()
 
@@ -162,86 +162,42 @@ class Relinker:
             timer.cancel()
 
     def _run(self, stop: threading.Event, *, drain: bool) -> RelinkReport:
-        """`concurrency` threads run jobs, so at most that many links are in flight; one receiver keeps
-        up to `concurrency` more jobs fetched ahead (ten per receive), so a thread that finishes a job
-        starts the next at once. Jobs fetched ahead and not started when the worker stops become
-        visible again after the queue's visibility timeout."""
-        finished = threading.Event()
-        acknowledger = threading.Thread(target=self._acknowledge_until, args=(finished,), daemon=True)
-        acknowledger.start()
-        ahead: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=self._concurrency)
-        running = [0]
-
-        def work() -> None:
-            while (message := ahead.get()) is not None:
-                try:
-                    self._job(message)
-                finally:
-                    with self._lock:
-                        running[0] -= 1
-
-        threads = [
-            threading.Thread(target=work, name=f"relinker-{n}", daemon=True) for n in range(self._concurrency)
-        ]
-        for thread in threads:
-            thread.start()
-        while not stop.is_set():
-            with self._lock:
-                busy = running[0] > 0
-            messages = self._receive(_BATCH, wait=1 if drain or busy else self._wait_seconds)
-            if messages is None:
-                stop.wait(1.0)
-                continue
-            if not messages and drain and not busy:
-                break
-            for message in messages:
-                with self._lock:
-                    running[0] += 1  # counted from the moment it is fetched until its job is done
-                ahead.put(message)
-        for _ in threads:
-            ahead.put(None)
-        for thread in threads:
-            thread.join()
-        finished.set()
-        acknowledger.join()
-        self._acknowledge()  # whatever is left
+        """The SQS runner's `run_each`: `concurrency` threads run jobs, so at most that many links are in
+        flight; one receiver keeps up to `concurrency` more jobs fetched ahead (ten per receive), so a
+        thread that finishes a job starts the next at once. Jobs fetched ahead and not started when the
+        worker stops become visible again after the queue's visibility timeout."""
+        self._runner.run_each(
+            stop,
+            self._job,
+            concurrency=self._concurrency,
+            wait_seconds=self._wait_seconds,
+            drain=drain,
+            before_delete=self._landed,
+            on_deleted=self._acknowledged,
+            ack_interval_seconds=self._ack_interval,
+        )
         logger.info("relinker stopped", extra=self._counts())
         return self.report
-
-    def _receive(self, count: int, *, wait: int) -> list[dict[str, Any]] | None:
-        """Up to `count` jobs (long polling `wait` seconds); None when SQS failed."""
-        try:
-            with converted("SQS ReceiveMessage"):
-                answer = self._sqs.receive_message(
-                    QueueUrl=self._queue_url,
-                    MaxNumberOfMessages=max(1, min(_BATCH, count)),
-                    WaitTimeSeconds=wait,
-                    AttributeNames=["ApproximateReceiveCount"],
-                )
-        except (AwsRetryableError, AwsTerminalError) as failed:
-            logger.warning("relink receive failed", extra={"code": failed.code})
-            return None
-        messages: list[dict[str, Any]] = answer.get("Messages") or []
-        return messages
 
     def _counts(self) -> dict[str, int]:
         return dict(vars(self.report))
 
-    def _job(self, message: dict[str, Any]) -> None:
+    def _job(self, message: Mapping[str, Any]) -> bool:
+        """Run one job; True when it is finished (to acknowledge once its outcome has landed)."""
         self._bump("received")
         job = parse_job(str(message.get("Body", "")))
         if job is None:
             self._bump("unreadable")
             logger.warning("unreadable relink job left for the dead-letter queue")
-            return
+            return False
         job_id, user_id = job
         delivery = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
         attempt = link_and_record(self._arraylink, self._recorder, user_id, job_id=job_id, delivery=delivery)
         if attempt.kind is OutcomeKind.LINK_FAILED and isinstance(attempt.error, RetryableError):
             self._bump("redelivered")  # recorded; SQS redelivers it, then parks it in the DLQ
-            return
+            return False
         self._bump(_RESULT_FIELD[attempt.kind])
-        self._done.put(str(message["ReceiptHandle"]))
+        return True
 
     def _bump(self, name: str) -> None:
         with self._lock:
@@ -249,39 +205,22 @@ class Relinker:
 
     # -- acknowledging ------------------------------------------------------------------------------
 
-    def _acknowledge_until(self, finished: threading.Event) -> None:
-        while not finished.wait(self._ack_interval):
-            self._acknowledge()
-
-    def _acknowledge(self) -> None:
-        """Land the recorded outcomes, then delete the jobs they answer (never the other way round)."""
-        handles: list[str] = []
-        while True:
-            try:
-                handles.append(self._done.get_nowait())
-            except queue.Empty:
-                break
-        if not handles and not self._recorder.pending:
-            return
+    def _landed(self, jobs: int) -> bool:
+        """Land the recorded outcomes before the jobs they answer are deleted (never the other way
+        round); False leaves the jobs for redelivery."""
+        if not jobs and not self._recorder.pending:
+            return True
         try:
             self._recorder.flush()
         except RetryableError as failed:
             logger.warning(
                 "relink outcomes not landed: jobs left for redelivery", extra={"error": type(failed).__name__}
             )
-            return
-        for start in range(0, len(handles), _BATCH):
-            chunk = handles[start : start + _BATCH]
-            entries = [{"Id": str(i), "ReceiptHandle": handle} for i, handle in enumerate(chunk)]
-            try:
-                with converted("SQS DeleteMessageBatch"):
-                    answer = self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
-            except (AwsRetryableError, AwsTerminalError) as failed:
-                logger.warning(
-                    "relink acknowledgement failed", extra={"code": failed.code, "jobs": len(chunk)}
-                )
-                continue
-            self._bump_by("acknowledged", len(chunk) - len(answer.get("Failed") or []))
+            return False
+        return True
+
+    def _acknowledged(self, count: int) -> None:
+        self._bump_by("acknowledged", count)
 
     def _bump_by(self, name: str, count: int) -> None:
         with self._lock:

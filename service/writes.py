@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from adapters import ArrayAccounts
 from config import PolicySettings
-from pipeline.clock import Clock
+from schema.clock import Clock
 from schema.errors import EntitlementsError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table import EntitlementStatus

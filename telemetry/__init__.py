@@ -33,7 +33,9 @@ __all__ = [
     "erasure_answer",
     "erasure_not_applicable",
     "erasure_traces_found",
+    "erasure_unverified",
     "flush_duration",
+    "item_order",
     "iterator_age",
     "parked",
     "process_registry",
@@ -45,6 +47,8 @@ __all__ = [
     "serve",
     "service_outcome",
     "service_request",
+    "shard_position",
+    "stuck_leases",
 ]
 
 from collections.abc import Iterator
@@ -66,7 +70,9 @@ from telemetry._figures import (
     erasure_answer,
     erasure_not_applicable,
     erasure_traces_found,
+    erasure_unverified,
     flush_duration,
+    item_order,
     iterator_age,
     parked,
     process_registry,
@@ -75,6 +81,8 @@ from telemetry._figures import (
     retry_queue_depth,
     service_outcome,
     service_request,
+    shard_position,
+    stuck_leases,
 )
 from telemetry._presence import ConsumerAlreadyRunning, ConsumerPresence
 from telemetry._prometheus import ChildrenFigures, MetricsEndpoint, MetricsEndpointError, serve

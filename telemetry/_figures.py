@@ -16,6 +16,7 @@ __all__ = [
     "ERASURE_ANSWERS",
     "ERASURE_NOT_APPLICABLE",
     "ERASURE_TRACES_FOUND",
+    "ERASURE_UNVERIFIED",
     "FIGURES",
     "FLUSH_DURATION",
     "ITERATOR_AGE",
@@ -28,6 +29,9 @@ __all__ = [
     "SERVICE_OUTCOMES",
     "SERVICE_REQUESTS",
     "SERVICE_REQUEST_DURATION",
+    "SHARD_CAUGHT_UP",
+    "SHARD_RECORD_AGE",
+    "STUCK_LEASES",
     "Figure",
     "ProcessKind",
     "checkpointed",
@@ -37,6 +41,7 @@ __all__ = [
     "erasure_answer",
     "erasure_not_applicable",
     "erasure_traces_found",
+    "erasure_unverified",
     "flush_duration",
     "iterator_age",
     "parked",
@@ -46,6 +51,8 @@ __all__ = [
     "retry_queue_depth",
     "service_outcome",
     "service_request",
+    "shard_position",
+    "stuck_leases",
 ]
 
 from collections.abc import Mapping
@@ -94,6 +101,30 @@ ITERATOR_AGE = Figure(
     "Age of the newest record taken (now minus its creation time): how far behind the stream the "
     "consumer is (the highest of the live children).",
 )
+SHARD_RECORD_AGE = Figure(
+    "entitlements_consumer_shard_record_age_seconds",
+    "ShardRecordAge",
+    "Milliseconds",
+    ("Shard",),
+    "Per shard: now minus the creation time of the newest record handled, refreshed on every read, empty "
+    "ones included (so it keeps rising while a shard delivers nothing); read it beside shard_caught_up.",
+)
+SHARD_CAUGHT_UP = Figure(
+    "entitlements_consumer_shard_caught_up",
+    "ShardCaughtUp",
+    "None",
+    ("Shard",),
+    "Per shard: 1 when its last read was empty (the iterator is at the stream's end), 0 while reads "
+    "bring records. A high record age with 1 is a quiet shard; with 0, a consumer behind.",
+)
+STUCK_LEASES = Figure(
+    "entitlements_consumer_stuck_leases",
+    "StuckLeases",
+    "Count",
+    (),
+    "Leases of the application neither renewed (lease counter) nor advanced (checkpoint) for three "
+    "failover times: a shard nobody reads, though its lease says otherwise (an alarm's source).",
+)
 QUARANTINED = Figure(
     "entitlements_consumer_quarantined_records",
     "Quarantined",
@@ -136,6 +167,15 @@ FLUSH_DURATION = Figure(
     ("Handler",),
     "Time one handler's flush of a window took, its retries included.",
 )
+ITEM_ORDER = Figure(
+    "entitlements_consumer_item_order_changes",
+    "ItemOrderChanges",
+    "Count",
+    ("Resolution",),
+    "A Kinesis source only (pipeline.item_order): changes dropped as copies (`duplicate`), changes of one "
+    "item in one microsecond left in arrival order because nothing orders them (`tie`: an alarm's "
+    "source), and changes handed after a later change of their item (`late`).",
+)
 CLEANUP_OUTCOMES = Figure(
     "entitlements_cleanup_outcomes",
     "CleanupOutcomes",
@@ -176,6 +216,15 @@ ERASURE_TRACES_FOUND = Figure(
     "Erasures whose verifier found a trace after the last pass, by store: no ACK DONE was sent, the "
     "request is left for redelivery (an alarm's source: any non-zero value).",
 )
+ERASURE_UNVERIFIED = Figure(
+    "entitlements_erasure_unverified",
+    "ErasureUnverified",
+    "Count",
+    ("Reason",),
+    "Erasures whose last pass was not ACKed because verification did not finish, by reason: `timeout` "
+    "(the batch's scans ran out of its time: every erasure of that batch is counted) or `unreadable` (a "
+    "store could not be read, so the receipt cannot be clean). Each is left for redelivery.",
+)
 ERASURE_ANSWERS = Figure(
     "entitlements_erasure_answers",
     "ErasureAnswers",
@@ -209,17 +258,22 @@ SERVICE_OUTCOMES = Figure(
 FIGURES: tuple[Figure, ...] = (
     RECORDS,
     ITERATOR_AGE,
+    SHARD_RECORD_AGE,
+    SHARD_CAUGHT_UP,
+    STUCK_LEASES,
     QUARANTINED,
     DEAD_LETTERED,
     PARKED_RECORDS,
     PARKED_BATCHES,
     CHECKPOINTS,
     FLUSH_DURATION,
+    ITEM_ORDER,
     CLEANUP_OUTCOMES,
     CLEANUP_DELETES_HELD,
     RETRY_QUEUE_DEPTH,
     ERASURE_NOT_APPLICABLE,
     ERASURE_TRACES_FOUND,
+    ERASURE_UNVERIFIED,
     ERASURE_ANSWERS,
     SERVICE_REQUESTS,
     SERVICE_REQUEST_DURATION,
@@ -235,17 +289,21 @@ PROCESS_FIGURES: Mapping[ProcessKind, tuple[Figure, ...]] = {
     "consumer": (
         RECORDS,
         ITERATOR_AGE,
+        SHARD_RECORD_AGE,
+        SHARD_CAUGHT_UP,
+        STUCK_LEASES,
         QUARANTINED,
         DEAD_LETTERED,
         PARKED_RECORDS,
         PARKED_BATCHES,
         CHECKPOINTS,
         FLUSH_DURATION,
+        ITEM_ORDER,
         CLEANUP_OUTCOMES,
         CLEANUP_DELETES_HELD,
     ),
     "retry-worker": (CLEANUP_OUTCOMES, CLEANUP_DELETES_HELD, RETRY_QUEUE_DEPTH),
-    "erasure-worker": (ERASURE_NOT_APPLICABLE, ERASURE_TRACES_FOUND, ERASURE_ANSWERS),
+    "erasure-worker": (ERASURE_NOT_APPLICABLE, ERASURE_TRACES_FOUND, ERASURE_UNVERIFIED, ERASURE_ANSWERS),
     "service": (SERVICE_REQUESTS, SERVICE_REQUEST_DURATION, SERVICE_OUTCOMES),
     "relinker": (SERVICE_OUTCOMES,),
 }
@@ -267,6 +325,14 @@ _records = _counter(RECORDS)
 # A gauge in a KCL child is written to the multiprocess folder: `livemax` shows the highest value of
 # the children still alive (`consume` marks the dead ones).
 _iterator_age = Gauge(ITERATOR_AGE.prometheus, ITERATOR_AGE.help, multiprocess_mode="livemax")
+_shard_record_age = Gauge(
+    SHARD_RECORD_AGE.prometheus, SHARD_RECORD_AGE.help, _labels(SHARD_RECORD_AGE), multiprocess_mode="livemax"
+)
+_shard_caught_up = Gauge(
+    SHARD_CAUGHT_UP.prometheus, SHARD_CAUGHT_UP.help, _labels(SHARD_CAUGHT_UP), multiprocess_mode="livemax"
+)
+# Set by `entitlements consume` itself (the parent, not a child): its own registry's value.
+_stuck_leases = Gauge(STUCK_LEASES.prometheus, STUCK_LEASES.help, multiprocess_mode="liveall")
 _quarantined = _counter(QUARANTINED)
 _dead_lettered = _counter(DEAD_LETTERED)
 _parked_records = _counter(PARKED_RECORDS)
@@ -275,11 +341,13 @@ _checkpoints = _counter(CHECKPOINTS)
 _flush_duration = _histogram(
     FLUSH_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 )
+_item_order = _counter(ITEM_ORDER)
 _cleanup_outcomes = _counter(CLEANUP_OUTCOMES)
 _retry_queue_depth = Gauge(RETRY_QUEUE_DEPTH.prometheus, RETRY_QUEUE_DEPTH.help, multiprocess_mode="livemax")
 _erasure_not_applicable = _counter(ERASURE_NOT_APPLICABLE)
 _erasure_answers = _counter(ERASURE_ANSWERS)
 _erasure_traces_found = _counter(ERASURE_TRACES_FOUND)
+_erasure_unverified = _counter(ERASURE_UNVERIFIED)
 _service_requests = _counter(SERVICE_REQUESTS)
 _service_request_duration = _histogram(
     SERVICE_REQUEST_DURATION, (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -296,11 +364,16 @@ _COLLECTORS: Mapping[Figure, Collector] = {
     PARKED_BATCHES: _parked_batches,
     CHECKPOINTS: _checkpoints,
     FLUSH_DURATION: _flush_duration,
+    ITEM_ORDER: _item_order,
+    SHARD_RECORD_AGE: _shard_record_age,
+    SHARD_CAUGHT_UP: _shard_caught_up,
+    STUCK_LEASES: _stuck_leases,
     CLEANUP_OUTCOMES: _cleanup_outcomes,
     CLEANUP_DELETES_HELD: _cleanup_deletes_held,
     RETRY_QUEUE_DEPTH: _retry_queue_depth,
     ERASURE_NOT_APPLICABLE: _erasure_not_applicable,
     ERASURE_TRACES_FOUND: _erasure_traces_found,
+    ERASURE_UNVERIFIED: _erasure_unverified,
     ERASURE_ANSWERS: _erasure_answers,
     SERVICE_REQUESTS: _service_requests,
     SERVICE_REQUEST_DURATION: _service_request_duration,
@@ -331,6 +404,21 @@ def iterator_age(seconds: float) -> None:
     _emf.gauge(ITERATOR_AGE, seconds * 1000.0)
 
 
+def shard_position(shard: str, newest_record_age_seconds: float | None, caught_up: bool) -> None:
+    """A read of `shard` (empty or not): the age of its newest record handled (None before the first)
+    and whether the read found the stream's end."""
+    if newest_record_age_seconds is not None:
+        _shard_record_age.labels(shard).set(newest_record_age_seconds)
+        _emf.gauge(SHARD_RECORD_AGE, newest_record_age_seconds * 1000.0, (shard,))
+    _shard_caught_up.labels(shard).set(1.0 if caught_up else 0.0)
+    _emf.gauge(SHARD_CAUGHT_UP, 1.0 if caught_up else 0.0, (shard,))
+
+
+def stuck_leases(count: int) -> None:
+    _stuck_leases.set(count)
+    _emf.gauge(STUCK_LEASES, float(count))
+
+
 def quarantined() -> None:
     _quarantined.inc()
     _emf.count(QUARANTINED, 1)
@@ -359,6 +447,12 @@ def flush_duration(handler: str, seconds: float) -> None:
     _emf.value(FLUSH_DURATION, seconds * 1000.0, (handler,))
 
 
+def item_order(resolution: Literal["duplicate", "tie", "late"], changes: int) -> None:
+    """`changes` of a Kinesis shard's read resolved as `resolution` (pipeline.item_order)."""
+    _item_order.labels(resolution).inc(changes)
+    _emf.count(ITEM_ORDER, changes, (resolution,))
+
+
 def cleanup_outcome(kind: str) -> None:
     _cleanup_outcomes.labels(kind).inc()
     _emf.count(CLEANUP_OUTCOMES, 1, (kind,))
@@ -379,6 +473,13 @@ def erasure_traces_found(store: str) -> None:
     `table`, `lake/<table>`, `quarantine`, ...; never what the trace holds)."""
     _erasure_traces_found.labels(store).inc()
     _emf.count(ERASURE_TRACES_FOUND, 1, (store,))
+
+
+def erasure_unverified(reason: Literal["timeout", "unreadable"], erasures: int) -> None:
+    """`erasures` last passes left unanswered because their verification did not finish: `timeout` (their
+    batch's scans ran out of its time) or `unreadable` (a store could not be read)."""
+    _erasure_unverified.labels(reason).inc(erasures)
+    _emf.count(ERASURE_UNVERIFIED, erasures, (reason,))
 
 
 def erasure_answer(answer_type: str, answer: str) -> None:

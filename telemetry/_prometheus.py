@@ -24,7 +24,7 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from prometheus_client.registry import Collector
 
 from schema.errors import TerminalError
-from telemetry._figures import PROCESS_FIGURES
+from telemetry._figures import PROCESS_FIGURES, _stuck_leases
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -111,6 +111,8 @@ class ChildrenFigures(Collector):
         )
         starts.add_metric([], float(self._starts()))
         yield starts
+        # Set by `consume` itself (pipeline.lease_watch), not by a child: this process's own gauge.
+        yield from _stuck_leases.collect()
 
     def _mark_exited(self) -> None:
         pids = {int(match.group(1)) for path in self.folder.glob("*.db") if (match := _PID.search(path.name))}

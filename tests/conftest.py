@@ -12,6 +12,7 @@ from hypothesis import settings
 
 from devstack.moto_server import MotoServer
 from entitlements._logging import _JsonFormatter
+from tests.support.cpu_report import CpuReport
 from tests.support.dynamodb import client
 from tests.support.lake_templates import LakeTemplates
 
@@ -25,6 +26,11 @@ os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 # loaded CI machine trips at random, so it is off for every property test.
 settings.register_profile("project", deadline=None)
 settings.load_profile("project")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's costliest test files by CPU end its report (tests.support.cpu_report)."""
+    config.pluginmanager.register(CpuReport(config), "cpu-report")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,14 +9,12 @@ HTML or JUnit XML (`render_report`). Each check carries its remediation and the 
 (docs/operations/audits.md has a section per check). With `store_failures_in_lake`, every row of each
 failing check is kept in the lake (`read_failures` reads them back, hiding masked users).
 `entitlements audit` is the command.
+
+The names are loaded on first use: `ReportFormat` and the checks' definitions come without DuckDB,
+pyarrow or matplotlib (`entitlements audit --help` loads none of them).
 """
 
-from analytics.audits._checks import load_checks
-from analytics.audits._config import AuditConfig, AuditParameters, load_config
-from analytics.audits._failures import read_failures
-from analytics.audits._models import AuditReport, Status
-from analytics.audits._render import ReportFormat, render_report
-from analytics.audits._runner import run_audits
+from __future__ import annotations
 
 __all__ = [
     "AuditConfig",
@@ -30,3 +28,32 @@ __all__ = [
     "render_report",
     "run_audits",
 ]
+
+from typing import TYPE_CHECKING
+
+from schema.faces import lazy_names
+
+if TYPE_CHECKING:
+    from analytics.audits._checks import load_checks
+    from analytics.audits._config import AuditConfig, AuditParameters, load_config
+    from analytics.audits._failures import read_failures
+    from analytics.audits._formats import ReportFormat
+    from analytics.audits._models import AuditReport, Status
+    from analytics.audits._render import render_report
+    from analytics.audits._runner import run_audits
+
+_HOME = {
+    "AuditConfig": "analytics.audits._config",
+    "AuditParameters": "analytics.audits._config",
+    "AuditReport": "analytics.audits._models",
+    "ReportFormat": "analytics.audits._formats",
+    "Status": "analytics.audits._models",
+    "load_checks": "analytics.audits._checks",
+    "load_config": "analytics.audits._config",
+    "read_failures": "analytics.audits._failures",
+    "render_report": "analytics.audits._render",
+    "run_audits": "analytics.audits._runner",
+}
+
+
+__getattr__ = lazy_names(__name__, _HOME)

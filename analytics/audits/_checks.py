@@ -9,7 +9,7 @@
     -- docs: docs/table.md#statuses, ...    the project's pages the rule and the fix are explained on
     -- group_by: user_id                     optional: the check counts duplicates (groups, surplus, rows)
     -- time: changed_at                      optional: the column that dates a finding (charts)
-    -- clock: stream                         with `time`: the clock that column is on (Clock: stream
+    -- clock: stream                         with `time`: the clock that column is on (TimeAxis: stream
                                              time, the processor's clock, business time); the HTML
                                              draws one chart per clock, never two clocks on one axis
     -- Any other comment lines are the description.
@@ -25,8 +25,8 @@ __all__ = [
     "CHECK_ORDER",
     "Check",
     "CheckDefinitionError",
-    "Clock",
     "Scope",
+    "TimeAxis",
     "load_checks",
 ]
 
@@ -86,7 +86,7 @@ class Scope(StrEnum):
     EVER = "ever"  # the whole history up to then
 
 
-class Clock(StrEnum):
+class TimeAxis(StrEnum):
     """The clock a check's time column is on (schema/lake.md, "Time axes")."""
 
     STREAM = "stream"  # the stream's ApproximateCreationDateTime: changed_at, valid_from, created_at
@@ -97,9 +97,9 @@ class Clock(StrEnum):
     def label(self) -> str:
         """How a chart names the clock, in its title and on its axis."""
         return {
-            Clock.STREAM: "stream time (ApproximateCreationDateTime)",
-            Clock.PROCESSOR: "processor clock (outcomes' occurred_at)",
-            Clock.BUSINESS: "business time (the items' createdAt/updatedAt)",
+            TimeAxis.STREAM: "stream time (ApproximateCreationDateTime)",
+            TimeAxis.PROCESSOR: "processor clock (outcomes' occurred_at)",
+            TimeAxis.BUSINESS: "business time (the items' createdAt/updatedAt)",
         }[self]
 
 
@@ -114,7 +114,7 @@ class Check:
     description: str
     group_by: tuple[str, ...]
     time_column: str | None
-    clock: Clock | None  # the time column's clock; set exactly when time_column is
+    clock: TimeAxis | None  # the time column's clock; set exactly when time_column is
     sql: str
     path: Path
 
@@ -157,17 +157,17 @@ def _parse(path: Path) -> Check:
     )
 
 
-def _clock(path: Path, time_column: str | None, clock: str | None) -> Clock | None:
+def _clock(path: Path, time_column: str | None, clock: str | None) -> TimeAxis | None:
     """A time column's clock, declared beside it: a chart never mixes two."""
     if time_column is None:
         if clock is not None:
             raise CheckDefinitionError(f"{path.name}: a clock is declared only with a time column")
         return None
-    choices = "|".join(c.value for c in Clock)
+    choices = "|".join(c.value for c in TimeAxis)
     if clock is None:
         raise CheckDefinitionError(f"{path.name}: a time column declares its clock: '-- clock: {choices}'")
     try:
-        return Clock(clock)
+        return TimeAxis(clock)
     except ValueError:
         raise CheckDefinitionError(f"{path.name}: clock is one of {choices}") from None
 

@@ -1,4 +1,4 @@
-"""The DuckDB connection the checks run on: the lake's views (analytics/views.py), restricted to an
+"""The DuckDB connection the checks run on: the lake's views (analytics/lake/views.py), restricted to an
 instant for --as-of, with the audits' inputs set as DuckDB variables (analytics/sql/audits/_parameters.sql
 names them) and the erasure exception as a table."""
 
@@ -14,7 +14,7 @@ import duckdb
 
 from analytics.audits._config import AuditConfig
 from analytics.lake import Lake, snapshot_info
-from analytics.views import create_views
+from analytics.lake.views import create_views
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus, ItemKind
 

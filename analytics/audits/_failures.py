@@ -37,8 +37,9 @@ import pyarrow.compute as pc
 
 from analytics.lake import Lake
 from analytics.lake._delta import append, ensure_table, open_table
+from analytics.lake._files import AUDIT_FAILURES_TABLE
 from analytics.lake._mask import read_mask
-from analytics.lake._schema import AUDIT_FAILURES_SCHEMA
+from analytics.lake._schema import AUDIT_FAILURES_SCHEMA, with_comments
 from analytics.lake.purge import AUDIT_FAILURES
 from schema.table import USER_PK_PREFIX
 
@@ -97,7 +98,16 @@ def store_failures(
     if not stored:
         return -1, 0
     data = pa.Table.from_pydict(columns, schema=FAILURES_SCHEMA)
-    table = ensure_table(lake, AUDIT_FAILURES, FAILURES_SCHEMA)
+    # Made as the lake's other tables are: its Delta name, description and column comments from
+    # schema/lake.md, for outside readers (the landed rows carry none: delta-rs compares field metadata).
+    meaning = AUDIT_FAILURES_TABLE.meaning
+    table = ensure_table(
+        lake,
+        AUDIT_FAILURES,
+        with_comments(FAILURES_SCHEMA, meaning.name),
+        table_name=meaning.name,
+        description=meaning.description,
+    )
     version = append(lake, table, AUDIT_FAILURES, data, custom_metadata={"audit_id": audit_id})
     return version, stored
 

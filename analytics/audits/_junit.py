@@ -3,8 +3,9 @@ the check, in a class per scope (`audit.now`, `audit.ever`).
 
 A check at error is a `<failure>` whose message gives its count and threshold and whose text its title,
 counts, remediation and docs pages; a warning passes, with the same text in `<system-out>` (JUnit has no
-warning, and `entitlements audit` exits 0 on warnings); a pass is an empty test case. Counts and names
-only: never a row's value, so the file can go to any CI system.
+warning, and `entitlements audit` exits 0 on warnings); a pass is an empty test case, but for a note (a
+history check on a bootstrapped lake: what it cannot see) in `<system-out>`. Counts and names only: never
+a row's value, so the file can go to any CI system.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def _details(result: CheckResult) -> str:
             f"Remediation: {result.remediation}",
             f"Docs: {', '.join(result.docs)}",
             f"SQL: {result.sql_file}",
+            *([f"Note: {result.note}"] if result.note else []),
         ]
     )
 
@@ -54,6 +56,8 @@ def _case(result: CheckResult) -> TestCase:
         case.result = [failure]
     elif result.status is Status.WARN:
         case.system_out = f"{_message(result)}\n{_details(result)}"
+    elif result.note:
+        case.system_out = f"Note: {result.note}"
     return case
 
 
@@ -66,6 +70,8 @@ def junit_xml(report: AuditReport) -> str:
         suite.add_property(f"checks.{name}" if name in {s.value for s in Status} else name, str(value))
     suite.add_property("state_read_from", report.source)
     suite.add_property("as_of", report.as_of.isoformat() if report.as_of else "end of the log")
+    if report.history_starts_at is not None:
+        suite.add_property("history_starts_at", report.history_starts_at.isoformat())
     for result in report.results:
         suite.add_testcase(_case(result))
     suite.update_statistics()  # type: ignore[no-untyped-call]

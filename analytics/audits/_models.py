@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field, model_validator
 
-from analytics.audits._checks import Clock, Scope
+from analytics.audits._checks import Scope, TimeAxis
 from analytics.audits._config import AuditParameters
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -57,9 +57,12 @@ class CheckResult(BaseModel):
     rows: list[dict[str, Any]] = []
     rows_truncated: bool = False
     time_column: str | None = None
-    clock: Clock | None = None
+    clock: TimeAxis | None = None
     timeline: dict[str, int] = {}
     seconds: float = 0.0
+    # What the check cannot see, for its readers: on a bootstrapped lake, an `ever` check's history
+    # before the lake's history start (analytics.lake.history_start).
+    note: str = ""
 
     @property
     def counts_duplicates(self) -> bool:
@@ -95,6 +98,7 @@ class AuditReport(BaseModel):
     policy: dict[str, int]
     parameters: AuditParameters
     erasure_exceptions: int = 0
+    history_starts_at: datetime | None = None  # a bootstrapped lake's T: no history before it
     stored_failures: StoredFailures | None = None
     results: list[CheckResult]
 

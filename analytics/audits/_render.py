@@ -5,9 +5,8 @@ from __future__ import annotations
 
 __all__ = ["ReportFormat", "audit_charts", "render_report"]
 
-from enum import StrEnum
-
-from analytics.audits._checks import Clock
+from analytics.audits._checks import TimeAxis
+from analytics.audits._formats import ReportFormat
 from analytics.audits._junit import junit_xml
 from analytics.audits._models import AuditReport, Status
 from analytics.reports import Chart, bar_chart, line_chart, render
@@ -15,29 +14,28 @@ from analytics.reports import Chart, bar_chart, line_chart, render
 _COLORS = {Status.PASS: "#3a9a5b", Status.WARN: "#d08a1f", Status.ERROR: "#c23b3b"}
 
 
-class ReportFormat(StrEnum):
-    MARKDOWN = "markdown"
-    JSON = "json"
-    HTML = "html"
-    JUNIT = "junit"
-
-
 def audit_charts(report: AuditReport) -> list[Chart]:
     """What is easier seen than read: each check's count by status, and when the findings happened: one
     chart per clock the checks date their findings on (stream time, the processor's clock), each named
     in its title and on its axis."""
     results = report.results
-    charts = [
-        bar_chart(
-            "Findings per check (groups for duplicates, else rows)",
-            [f"{r.name} ({r.scope.value})" for r in results],
-            [r.count for r in results],
-            colors=[_COLORS[r.status] for r in results],
-            xlabel="findings",
-            alt="; ".join(f"{r.name}: {r.count} ({r.status.value})" for r in results if r.count),
+    # Only the checks that found something: a bar of 0 per passing check buries the few that matter (the
+    # checks table lists them all).
+    found = [r for r in results if r.count]
+    charts = []
+    if found:
+        charts.append(
+            bar_chart(
+                f"Findings per check: {len(found)} of {len(results)} checks found something "
+                "(groups for duplicates, else rows)",
+                [f"{r.name} ({r.scope.value})" for r in found],
+                [r.count for r in found],
+                colors=[_COLORS[r.status] for r in found],
+                xlabel="findings",
+                alt="; ".join(f"{r.name}: {r.count} ({r.status.value})" for r in found),
+            )
         )
-    ]
-    for clock in Clock:  # one chart per clock: days of two calendars never share an axis
+    for clock in TimeAxis:  # one chart per clock: days of two calendars never share an axis
         dated = [r for r in results if r.timeline and r.clock is clock]
         if not dated:
             continue

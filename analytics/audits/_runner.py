@@ -3,11 +3,13 @@ with the check's thresholds; with `store_failures`, every row of each failing ch
 (analytics/audits/_failures.py).
 
 An audit needs data: a lake with none raises `analytics.lake.LakeMissing`, an `as_of` before the lake's
-first change `analytics.lake.NoDataAsOf` (a PASS over nothing would read as a clean table)."""
+first change `analytics.lake.NoDataAsOf` (a PASS over nothing would read as a clean table). On a
+bootstrapped lake each history (`ever`) check's result says it cannot see before the lake's history
+start T (`note`), and the report carries T."""
 
 from __future__ import annotations
 
-__all__ = ["AuditError", "ErasureLedger", "run_audits"]
+__all__ = ["AuditError", "ErasedUsers", "history_note", "run_audits"]
 
 import base64
 import logging
@@ -24,14 +26,14 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from analytics.audits._checks import Check, load_checks
+from analytics.audits._checks import Check, Scope, load_checks
 from analytics.audits._config import AuditConfig, Thresholds, load_config
 from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
 from analytics.audits._failures import FailingRows, store_failures
 from analytics.audits._models import AuditReport, CheckResult, Status, StoredFailures
-from analytics.lake import Lake, LakeMissing, require_as_of, require_data
+from analytics.lake import Lake, LakeMissing, history_start, require_as_of, require_data
 from analytics.lake.purge import AUDIT_FAILURES
-from analytics.views import views_read_by
+from analytics.lake.views import views_read_by
 from schema.errors import TerminalError
 
 logger = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ class AuditError(TerminalError):
     """The audit could not run: the lake or a check could not be read."""
 
 
-class ErasureLedger(Protocol):
+class ErasedUsers(Protocol):
     """The erasure exception's source (docs/operations/erasure.md: a ledger keyed by a keyed hash of the
     user id, holding no personal data). The audit asks it only about users whose deletes would otherwise
     be reported."""
@@ -144,7 +146,7 @@ def _run_check(
     )
 
 
-def _exceptions(con: Any, erased_user_ids: Iterable[str], ledger: ErasureLedger | None) -> int:
+def _exceptions(con: Any, erased_user_ids: Iterable[str], ledger: ErasedUsers | None) -> int:
     """Fill the erasure exception: the ids given, and the users the ledger says were erased among those
     with a delete that would otherwise be reported."""
     erased = {u for u in erased_user_ids if u}
@@ -170,7 +172,7 @@ def run_audits(
     as_of: datetime | None = None,
     checks: Iterable[str] | None = None,
     erased_user_ids: Iterable[str] = (),
-    ledger: ErasureLedger | None = None,
+    ledger: ErasedUsers | None = None,
     from_snapshot: bool = True,
     threads: int | None = None,
     clock: Callable[[], datetime] = _utcnow,
@@ -204,10 +206,7 @@ def run_audits(
             )
         selected = [by_name[name] for name in wanted]
     moment = as_of.astimezone(UTC) if as_of is not None else None
-    if moment is None:
-        _require_changes(lake, require_data(lake))
-    else:
-        require_as_of(lake, moment)
+    starts = history_start(_require_changes(lake) if moment is None else require_as_of(lake, moment))
     # Only the views this run reads are created: binding a view reads every file footer under it.
     views = set().union(*(views_read_by(check.sql) for check in selected))
     if ledger is not None:
@@ -232,7 +231,7 @@ def run_audits(
         failing: list[FailingRows] | None = [] if store_failures_in_lake else None
         for check in selected:
             try:
-                results.append(_run_check(con, check, config, failing))
+                results.append(_noted(_run_check(con, check, config, failing), check, starts))
             except (duckdb.Error, OSError, pa.ArrowException) as error:
                 raise AuditError(
                     f"check {check.name} failed on the lake at {lake.uri} ({type(error).__name__})"
@@ -268,20 +267,40 @@ def run_audits(
         },
         parameters=config.parameters,
         erasure_exceptions=exceptions,
+        history_starts_at=starts,
         stored_failures=stored,
         results=results,
     )
 
 
-def _require_changes(lake: Lake, changes: DeltaTable) -> None:
+def history_note(starts: datetime) -> str:
+    """What a history check says on a lake bootstrapped at `starts` (docs/operations/bootstrap.md)."""
+    at = starts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        f"The lake was bootstrapped at {at}: its history starts there. This check cannot see before it "
+        "(a fault made and undone, an item created and deleted, any change before then is not in the "
+        "lake, but for the last stream records before it): a pass means none found since then."
+    )
+
+
+def _noted(result: CheckResult, check: Check, starts: datetime | None) -> CheckResult:
+    if starts is None or check.scope is not Scope.EVER:
+        return result
+    return result.model_copy(update={"note": history_note(starts)})
+
+
+def _require_changes(lake: Lake) -> DeltaTable:
     """Every check reads the table's history or its state folded from it: over a lake whose change log
-    holds no row (outcomes alone) each finds nothing, and a PASS over nothing reads as a clean table."""
+    holds no row (outcomes alone) each finds nothing, and a PASS over nothing reads as a clean table.
+    Returns the changes table."""
+    changes = require_data(lake)
     actions = pa.table(changes.get_add_actions(flatten=True))
     rows = sum(n or 0 for n in actions["num_records"].to_pylist()) if actions.num_rows else 0
     if not rows:
         raise LakeMissing(
             lake.uri, reason="with no change rows (outcomes alone: an audit over nothing never passes)"
         )
+    return changes
 
 
 def _store(

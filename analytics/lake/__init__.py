@@ -3,6 +3,12 @@ compacted, snapshotted and purged to the last byte. Tables and their columns: sc
 
 from analytics.lake._errors import LakeMissing, LakeUnreachable, NoDataAsOf, QueryFailed, QueryRefused
 from analytics.lake._filesystem import Lake, lake_from_settings, open_lake
+from analytics.lake._history_start import (
+    HISTORY_START,
+    HistoryStartsLater,
+    history_start,
+    record_history_start,
+)
 from analytics.lake._read import first_change_at, require_as_of, require_data
 from analytics.lake._schema import (
     CHANGE_IDENTITY,
@@ -34,12 +40,14 @@ from analytics.lake.snapshot import (
 __all__ = [
     "CHANGES",
     "CHANGE_IDENTITY",
+    "HISTORY_START",
     "OUTCOMES",
     "OUTCOMES_SCHEMA",
     "OUTCOME_IDENTITY",
     "AllowList",
     "AllowListError",
     "CompactionResult",
+    "HistoryStartsLater",
     "Lake",
     "LakeHandler",
     "LakeMissing",
@@ -56,11 +64,13 @@ __all__ = [
     "compact_continuously",
     "default_allow_list",
     "first_change_at",
+    "history_start",
     "lake_from_settings",
     "load_allow_list",
     "open_lake",
     "purge_users",
     "read_snapshot",
+    "record_history_start",
     "require_as_of",
     "require_data",
     "snapshot",

@@ -9,9 +9,12 @@ writers on any host each get their own version (delta-rs retries a lost race on 
 Data files carry delta-rs's own names (`part-<n>-<uuid>-c000.zstd.parquet`): nothing in the lake is
 named by what it holds.
 
-Retention is set explicitly on every table (`TABLE_CONFIGURATION`): removed files stay 7 days for
-readers of older versions and time travel, the log 30 days. An erasure overrides both for its own
-clean-up (`expunge`): it ends time travel across it, by design (schema/lake.md, "Erasure").
+Every table is created with the shipped cadence (`TABLE_CONFIGURATION`, `config.LakeSettings`'
+defaults): a checkpoint every 100 commits (`delta.checkpointInterval`, written by delta-rs's post-commit
+hook), removed files kept 7 days for readers of older versions and time travel, the log 30 days. The
+maintenance leader (`analytics.lake.maintenance`) moves a table to a deployment's own settings when they
+differ. An erasure shortens the log's retention for its own clean-up (`expunge`) and then puts the
+table's configured one back: it ends time travel across it, by design (schema/lake.md, "Erasure").
 
 Locally delta-rs creates files with the process's umask; the lake's root is owner-only (0700), so no
 other user can reach them, and `append` narrows each commit's files to 0600 (folders 0700) right after.
@@ -20,13 +23,16 @@ other user can reach them, and `append` narrows each commit's files to 0600 (fol
 from __future__ import annotations
 
 __all__ = [
+    "APPEND_HOOKS",
     "COMMIT_ID",
     "TABLE_CONFIGURATION",
     "WRITER",
+    "Prepared",
     "active_files",
     "append",
     "commits_since",
     "delete_rows",
+    "delta_interval",
     "ensure_table",
     "expunge",
     "open_table",
@@ -42,12 +48,19 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake import (
+    CommitProperties,
+    DeltaTable,
+    PostCommitHookProperties,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
 from deltalake.exceptions import (
     CommitFailedError,
     DeltaError,
@@ -57,17 +70,36 @@ from deltalake.exceptions import (
 )
 
 from analytics.lake._filesystem import Lake
+from config import LakeSettings
 
 logger = logging.getLogger(__name__)
 
 LOG_DIR = "_delta_log"
-RETAINED_FILES = "interval 7 days"
-RETAINED_LOG = "interval 30 days"
+
+
+def delta_interval(hours: int) -> str:
+    """A Delta duration as the lake's tables carry it ("interval 7 days", "interval 36 hours")."""
+    return f"interval {hours // 24} days" if hours % 24 == 0 else f"interval {hours} hours"
+
+
+# The shipped cadence is LakeSettings' defaults: one source, whatever reads it.
+_SHIPPED = LakeSettings()
+RETAINED_LOG = delta_interval(_SHIPPED.log_retention_hours)
 TABLE_CONFIGURATION: Mapping[str, str] = {
-    "delta.deletedFileRetentionDuration": RETAINED_FILES,
+    "delta.checkpointInterval": str(_SHIPPED.checkpoint_interval),
+    "delta.deletedFileRetentionDuration": delta_interval(_SHIPPED.removed_file_retention_hours),
     "delta.logRetentionDuration": RETAINED_LOG,
 }
+_LOG_RETENTION = "delta.logRetentionDuration"
+# What `expunge` shortens the log's retention to, for its own clean-up only.
+_EXPUNGE_LOG_RETENTION = "interval 0 seconds"
 WRITER = WriterProperties(compression="ZSTD")
+# An append's post-commit hook writes the checkpoint when its version is due, but does not clean up
+# expired log entries: delta-rs's clean-up lists the whole `_delta_log` folder (no start-after), so
+# on every commit it cost a LIST growing with the log (30 days of entries at the shipped retention),
+# on S3 as on local disk. The maintenance leader's `cleanup_metadata` after each compaction, and
+# `expunge`, do that clean-up instead.
+APPEND_HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
 # Every append's commit carries its own id under this key (commitInfo), so an append that raised
 # after its commit was published can find it and not commit twice.
 COMMIT_ID = "lake.commit_id"
@@ -77,6 +109,8 @@ _OPEN_ATTEMPTS = 6
 _PAUSE = 0.02
 _PAUSE_CAP = 1.0
 _ENTRY = re.compile(r"\d{20}\.json")
+# What `append`'s `prepare` returns: the rows to commit and the `txn` actions the commit carries.
+Prepared = tuple[pa.Table, Sequence[Transaction]]
 
 
 def _options(lake: Lake) -> dict[str, str] | None:
@@ -103,8 +137,17 @@ def open_table(lake: Lake, name: str) -> DeltaTable | None:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def ensure_table(lake: Lake, name: str, schema: pa.Schema, partition_by: tuple[str, ...] = ()) -> DeltaTable:
-    """Open the table, creating it empty with `schema` (and the lake's retention) when it is missing.
+def ensure_table(
+    lake: Lake,
+    name: str,
+    schema: pa.Schema,
+    partition_by: tuple[str, ...] = (),
+    *,
+    table_name: str | None = None,
+    description: str | None = None,
+) -> DeltaTable:
+    """Open the table, creating it empty with `schema` (and the lake's retention) when it is missing;
+    `table_name` and `description` go into the new table's Delta metadata, for outside readers.
     Writers creating it at once (threads, processes, hosts) all end with the one table: version 0 is
     written only if absent (a local create-if-absent, an S3 conditional PUT) and never retried, so every
     loser reopens the winner's table."""
@@ -117,6 +160,8 @@ def ensure_table(lake: Lake, name: str, schema: pa.Schema, partition_by: tuple[s
             schema=schema,
             mode="ignore",
             partition_by=list(partition_by) or None,
+            name=table_name,
+            description=description,
             configuration=dict(TABLE_CONFIGURATION),
             storage_options=_options(lake),
             # delta-rs retries a lost version 0 as version 1: a second CREATE TABLE with another table
@@ -141,9 +186,17 @@ def append(
     custom_metadata: Mapping[str, str] | None = None,
     mode: Literal["append", "overwrite"] = "append",
     predicate: str | None = None,
+    prepare: Callable[[DeltaTable], Prepared] | None = None,
 ) -> int:
     """Write `data` as ONE commit (all of it or none; any error leaves the table as it was); returns the
     version committed. Columns the table lacks are added (schema evolution of the allow-list).
+
+    With `prepare` (appends only), each attempt first asks it what to commit against the version the
+    attempt writes on: the rows (a part of `data`) and the `txn` actions the commit carries (the
+    shards' high-water marks, `analytics.lake._high_water`). A commit that loses to a concurrent
+    commit carrying one of its application ids fails in delta-rs's conflict check, and is prepared
+    again on the newest version; a commit left with no rows is not made (the table's version is
+    returned).
 
     An append survives concurrent commits and an erasure's clean-up of the log: when the version
     `table` was read at has been cleaned away (its log entries or checkpoint deleted, "Invalid table
@@ -156,17 +209,30 @@ def append(
     since = int(table.version())
     current = table
     for attempt in range(_ATTEMPTS):
+        transactions: Sequence[Transaction] = ()
         try:
+            if prepare is not None:
+                data, transactions = prepare(current)
+                if not data.num_rows:
+                    break
             _write(
-                current, data, partition_by=partition_by, metadata=metadata, mode=mode, predicate=predicate
+                current,
+                data,
+                partition_by=partition_by,
+                metadata=metadata,
+                mode=mode,
+                predicate=predicate,
+                transactions=transactions,
             )
             break
         except (SchemaMismatchError, DeltaProtocolError):
             raise  # the data or the table is at fault: no reload changes that
         except CommitFailedError:
-            # A commit that read the table (an overwrite) lost to a concurrent rewrite, or an append
-            # planned on a version a rewrite has since replaced: nothing was published. An append is
-            # safe to redo on the new version; a rewrite must be re-planned by its caller.
+            # A commit that read the table (an overwrite) lost to a concurrent rewrite, an append
+            # planned on a version a rewrite has since replaced, or an append whose shard another
+            # writer committed meanwhile (its `txn` application ids): nothing was published. An
+            # append is redone on the new version (prepared again there); a rewrite must be
+            # re-planned by its caller.
             if mode != "append" or attempt == _ATTEMPTS - 1:
                 raise
             logger.info("commit lost to a concurrent rewrite; appending again", extra={"attempt": attempt})
@@ -201,11 +267,17 @@ def _write(
     metadata: dict[str, str],
     mode: Literal["append", "overwrite"],
     predicate: str | None,
+    transactions: Sequence[Transaction] = (),
 ) -> None:
     # Only a write bringing columns the table lacks changes its schema (allow-list growth).
     known = set(table_schema_names(table))
     schema_mode: Literal["merge"] | None = "merge" if set(data.schema.names) - known else None
-    commit = CommitProperties(custom_metadata=metadata, max_commit_retries=1000)
+    # delta-rs retries a commit that lost the race to a commit it does not conflict with, without
+    # rewriting the files; one carrying a `txn` of the same application id is a conflict it does not
+    # retry (it raises CommitFailedError), so the caller plans that commit again.
+    commit = CommitProperties(
+        custom_metadata=metadata, max_commit_retries=1000, app_transactions=list(transactions) or None
+    )
     if mode == "append":
         write_deltalake(
             table,
@@ -215,6 +287,7 @@ def _write(
             schema_mode=schema_mode,
             writer_properties=WRITER,
             commit_properties=commit,
+            post_commithook_properties=APPEND_HOOKS,
         )
     else:
         write_deltalake(
@@ -226,6 +299,7 @@ def _write(
             predicate=predicate,
             writer_properties=WRITER,
             commit_properties=commit,
+            post_commithook_properties=APPEND_HOOKS,
         )
 
 
@@ -323,21 +397,26 @@ def expunge(lake: Lake, name: str) -> None:
     DELETE predicates name erased ids). Files still referenced and files of commits in flight are kept
     (a "lite" vacuum deletes only files the log removed). Ends time travel to versions before it.
 
+    delta-rs deletes log entries by the table's `delta.logRetentionDuration` only, so the clean-up
+    shortens it and then puts back the retention the table was configured with (read before; the
+    lake's shipped one when a killed expunge had left it short), whatever happens.
+
     Writers keep committing meanwhile: a step that loses to one of their commits (or finds its own
     snapshot cleaned away by a concurrent expunge) is redone on the newest version; every step is
-    idempotent. The table's log retention is put back whatever happens."""
+    idempotent."""
     for attempt in range(_ATTEMPTS):
         table = open_table(lake, name)
         if table is None:
             return
         try:
+            configured = _configured_log_retention(table)
             table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=False)
-            table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+            table.alter.set_table_properties({_LOG_RETENTION: _EXPUNGE_LOG_RETENTION})
             try:
                 table.create_checkpoint()
                 table.cleanup_metadata()
             finally:
-                _restore_log_retention(lake, name)
+                _restore_log_retention(lake, name, configured)
         except (SchemaMismatchError, DeltaProtocolError):
             raise
         except (DeltaError, FileNotFoundError):
@@ -355,14 +434,24 @@ def expunge(lake: Lake, name: str) -> None:
         return
 
 
-def _restore_log_retention(lake: Lake, name: str) -> None:
-    """Set the table's log retention back to the lake's, on the newest version (retried like a commit)."""
+def _configured_log_retention(table: DeltaTable) -> str:
+    """The log retention the table is configured with. An expunge's own short one (a concurrent
+    expunge's, or one killed before it restored) is no configuration: then the lake's shipped one
+    (the maintenance leader moves it on to a deployment's own)."""
+    configured = table.metadata().configuration.get(_LOG_RETENTION)
+    if configured is None or configured == _EXPUNGE_LOG_RETENTION:
+        return RETAINED_LOG
+    return configured
+
+
+def _restore_log_retention(lake: Lake, name: str, retention: str) -> None:
+    """Set the table's log retention to `retention`, on the newest version (retried like a commit)."""
     for attempt in range(_ATTEMPTS):
         table = open_table(lake, name)
         if table is None:
             return
         try:
-            table.alter.set_table_properties({"delta.logRetentionDuration": RETAINED_LOG})
+            table.alter.set_table_properties({_LOG_RETENTION: retention})
             return
         except (DeltaError, FileNotFoundError):
             if attempt == _ATTEMPTS - 1:

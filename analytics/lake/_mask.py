@@ -1,6 +1,6 @@
 """The erasure mask: the users an erasure is removing from the lake, kept in the lake itself.
 
-Every view hides them (`analytics.views.create_views` reads this file), from the moment an erasure masks
+Every view hides them (`analytics.lake.views.create_views` reads this file), from the moment an erasure masks
 them until both of its passes have purged their rows. Kept beside the data it hides (`_erasure/mask.json`
 under the lake root: owner-only locally, one whole PUT on S3), so every reader of the lake applies it,
 wherever it runs. Not a data file: listings of the datasets never see it.

@@ -1,5 +1,6 @@
 """What every read of the lake checks first, without writing anything: the lake is there and holds data
-(else `LakeMissing`), and an as-of instant is not before its first change (else `NoDataAsOf`)."""
+(else `LakeMissing`), and an as-of instant is not before its first change (else `NoDataAsOf`) nor before
+the instant its history starts when it was bootstrapped (else `HistoryStartsLater`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from deltalake.exceptions import DeltaError
 from analytics.lake._delta import LOG_DIR, active_files, open_table
 from analytics.lake._errors import LakeMissing, LakeUnreachable, NoDataAsOf
 from analytics.lake._filesystem import Lake
+from analytics.lake._history_start import HistoryStartsLater, history_start
 from analytics.lake._schema import CHANGES, OUTCOMES
 
 MIGRATE_HINT = "it holds the old format: run `entitlements lake migrate` to convert it"
@@ -61,8 +63,12 @@ def first_change_at(changes: DeltaTable) -> datetime | None:
 
 
 def require_as_of(lake: Lake, as_of: datetime) -> DeltaTable:
-    """`require_data`, and `NoDataAsOf` when `as_of` is before the lake's first change."""
+    """`require_data`, and `NoDataAsOf` when `as_of` is before the lake's first change, or
+    `HistoryStartsLater` when it is before a bootstrap's T (the state then lacks the table's items)."""
     changes = require_data(lake)
+    starts = history_start(changes)
+    if starts is not None and as_of.astimezone(UTC) < starts:
+        raise HistoryStartsLater(lake.uri, as_of.astimezone(UTC), starts)
     first = first_change_at(changes)
     if first is None or as_of.astimezone(UTC) < first:
         raise NoDataAsOf(lake.uri, as_of.astimezone(UTC), first)

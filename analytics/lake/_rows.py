@@ -27,6 +27,7 @@ from analytics.lake._schema import (
     OUTCOMES_SCHEMA,
     AllowList,
     changes_schema,
+    parse_business_time,
 )
 from pipeline.events import StreamEvent, sortable_sequence
 from schema.outcomes import OutcomeEvent, preferred_outcome
@@ -131,6 +132,21 @@ def _strings(values: list[Any]) -> list[str | None]:
     return [v if v is None or type(v) is str else to_text(v) for v in values]
 
 
+def _business_times(texts: list[str | None]) -> list[datetime | None]:
+    """Each text parsed as a UTC instant (`parse_business_time`); a file's rows repeat few distinct
+    values, each parsed once."""
+    parsed: dict[str, datetime | None] = {}
+    out: list[datetime | None] = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        if text not in parsed:
+            parsed[text] = parse_business_time(text)
+        out.append(parsed[text])
+    return out
+
+
 def _image_values(images: list[dict[str, Any]], name: str) -> list[Any]:
     """One attribute of many items (None where an item is absent or lacks it), from each item's
     `attributes()` (declared fields and extras alike)."""
@@ -202,7 +218,10 @@ class ChangeBuffer:
                     for index, f in enumerate(spec.fields()):
                         columns[f"{side}_{f.name}"] = [part[index] for part in parts]
                 elif spec.type == "string":
-                    columns[f"{side}_{spec.column}"] = _strings(values)
+                    texts = _strings(values)
+                    columns[f"{side}_{spec.column}"] = texts
+                    if spec.is_business_time:
+                        columns[f"{side}_{spec.time_twin}"] = _business_times(texts)
                 else:
                     convert = _SIMPLE[spec.type]
                     columns[f"{side}_{spec.column}"] = [convert(v) for v in values]

@@ -11,27 +11,34 @@ __all__ = [
     "AUDIT_FAILURES_SCHEMA",
     "CHANGES",
     "CHANGE_IDENTITY",
+    "COMMENT_KEY",
     "LAKE_SCHEMA_VERSION",
     "NEVER_LAND",
     "OUTCOMES",
     "OUTCOMES_SCHEMA",
     "OUTCOME_IDENTITY",
     "PARTITION_COLUMN",
+    "PORTABLE_PROTOCOL",
     "SNAPSHOTS",
     "STATE_DIR",
+    "TIME_TWIN_SUFFIX",
     "AllowList",
     "AllowListError",
     "AttributeSpec",
+    "PortableProtocol",
     "changes_schema",
     "default_allow_list",
     "image_columns",
     "load_allow_list",
+    "parse_business_time",
     "state_schema",
+    "with_comments",
 ]
 
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -39,6 +46,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from analytics.lake._meanings import TIME_TWIN_SUFFIX, column_meaning
 from schema.errors import TerminalError
 
 LAKE_SCHEMA_VERSION = 1
@@ -55,6 +63,10 @@ OUTCOME_IDENTITY = ("outcome_id",)
 NEVER_LAND = frozenset({"processorToken"})
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+# A string attribute whose column ends so is a business time written as ISO-8601 text (createdAt,
+# updatedAt): it lands as written and, beside it, parsed (`<column>_ts`, schema/lake.md).
+_BUSINESS_TIME_SUFFIX = "_at"
+COMMENT_KEY = b"comment"
 _COLUMN_NAME = re.compile(r"\A[a-z][a-z0-9_]{0,62}\Z")
 _SIMPLE_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -163,7 +175,19 @@ class AttributeSpec:
                 pa.field(f"{self.column}_raw", pa.string()),
                 pa.field(f"{self.column}_type", pa.string()),
             )
+        if self.is_business_time:
+            return (pa.field(self.column, pa.string()), pa.field(self.time_twin, _TIMESTAMP))
         return (pa.field(self.column, _SIMPLE_TYPES[self.type]),)
+
+    @property
+    def is_business_time(self) -> bool:
+        """A string attribute named as a time (`..._at`): ISO-8601 text the service wrote."""
+        return self.type == "string" and self.column.endswith(_BUSINESS_TIME_SUFFIX)
+
+    @property
+    def time_twin(self) -> str:
+        """The column holding a business time parsed to a UTC timestamp."""
+        return f"{self.column}{TIME_TWIN_SUFFIX}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +266,68 @@ def state_schema(allow: AllowList) -> pa.Schema:
     """A snapshot: one row per item (pk, sk), its latest image, and the change that produced it."""
     fields = [*_STATE_META_HEAD, *image_columns(allow), *_STATE_META_TAIL]
     return pa.schema(fields, metadata=_metadata(SNAPSHOTS, allow))
+
+
+def parse_business_time(text: object) -> datetime | None:
+    """An ISO-8601 instant as a UTC datetime; None for anything else (no text, no time of day, no
+    offset: a local time names no instant, out of range). The text itself always lands as written."""
+    if not isinstance(text, str) or "T" not in text.upper():
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return None
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def with_comments(schema: pa.Schema, owner: str) -> pa.Schema:
+    """`schema` with each field's meaning (schema/lake.md, "Column meanings", for the view or Delta
+    table `owner`) in its metadata under `comment`, which delta-rs writes into the Delta schema. Only a
+    table's declared schema carries them, never the rows that land: delta-rs refuses an append whose
+    field metadata differs from the table's, so words that change would stop every writer."""
+    fields = []
+    for field in schema:
+        meaning = column_meaning(owner, field.name)
+        metadata = dict(field.metadata or {})
+        if meaning is not None:
+            metadata[COMMENT_KEY] = meaning.encode()
+        fields.append(field.with_metadata(metadata) if metadata else field)
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class PortableProtocol:
+    """The Delta protocol every engine the lake promises reads: versions at most these, and table
+    features only from these sets (none needed at these versions)."""
+
+    max_reader_version: int
+    max_writer_version: int
+    reader_features: frozenset[str]
+    writer_features: frozenset[str]
+
+
+# What delta-rs (deltalake 1.6.6), DuckDB's delta extension (1.5.5, Delta Kernel), Polars (through
+# delta-rs), Spark 3.5 with delta-spark 3.3, Trino's Delta Lake connector and Athena (engine v3) all
+# read. Reader version 1 and writer version 2 (appendOnly, invariants) are the protocol every Delta
+# reader has read since Delta 0.x; each engine reads more (reader 3 with features), but not the same
+# more: Athena's list once stopped at Delta 2.0.2, Trino and Athena document reader features one by
+# one, and DuckDB's extension reads what its Delta Kernel knows. So the lake stays at the common floor:
+# no deletion vectors, no column mapping, no timestampNtz (times are timestamp with UTC, `timestamp` in
+# Delta), no v2 checkpoints. Sources (schema/lake.md, "Table features"):
+# - https://docs.delta.io/latest/versioning.html (features and the versions that need them)
+# - https://github.com/delta-io/delta/blob/master/PROTOCOL.md (reader/writer versions, table features)
+# - https://trino.io/docs/current/connector/delta-lake.html (reader 3 / writer 7, features listed)
+# - https://docs.aws.amazon.com/athena/latest/ug/delta-lake-tables.html (reader up to version 3)
+# - https://duckdb.org/docs/stable/core_extensions/delta (Delta Kernel based reader)
+# - https://delta-io.github.io/delta-rs/ (delta-rs: the writer here; Polars reads through it)
+PORTABLE_PROTOCOL = PortableProtocol(
+    max_reader_version=1,
+    max_writer_version=2,
+    reader_features=frozenset(),
+    writer_features=frozenset({"appendOnly", "invariants"}),
+)

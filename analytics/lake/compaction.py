@@ -62,6 +62,7 @@ class CompactionResult:
     conflicts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     files_vacuumed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     duplicates_dropped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    not_leader: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # left to the leader
 
 
 _FINAL_RANK = "list_position([{}], kind) NULLS LAST".format(
@@ -171,18 +172,28 @@ def compact(
     small_file_bytes: int = 32 * 1024 * 1024,
     allow_list: AllowList | None = None,
     progress: Callable[[int, int], None] | None = None,
+    exclusive: Callable[[], bool] | None = None,
 ) -> CompactionResult:
     """Merge each partition's files smaller than `small_file_bytes` into files of about that size (a
     partition holding one small file is left alone), then vacuum what is past retention. A table whose
     compaction lost to a concurrent purge (its commit refused, or the files or log it read cleaned
     away) is counted in `conflicts` and left for the next run. `progress(done, total)` is called before
-    each table and at the end (a command's bar)."""
+    each table and at the end (a command's bar).
+
+    Two delta-rs OPTIMIZEs planned on one version both commit and double the merged rows, so only the
+    lake's maintenance leader compacts: `exclusive()`, asked right before each table, says whether this
+    caller holds (or just took) the maintenance lease (`MaintenanceRunner.hold`); a table it is refused
+    for is left alone and counted in `not_leader`. None: the caller holds it already (the runner)."""
     ensure_layout(lake, allow_list or default_allow_list())
     result = CompactionResult()
     datasets = tuple(datasets)
     for done, dataset in enumerate(datasets):
         if progress is not None:
             progress(done, len(datasets))
+        if exclusive is not None and not exclusive():
+            result.not_leader[dataset] += 1
+            logger.info("compaction left to the maintenance leader", extra={"table": dataset})
+            continue
         try:
             _compact_table(lake, dataset, small_file_bytes, result)
         except _LOST_TO_A_CONCURRENT_COMMIT as error:
@@ -250,6 +261,7 @@ def compact_continuously(
     rounds: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
     on_round: Callable[[CompactionResult], None] | None = None,
+    exclusive: Callable[[], bool] | None = None,
 ) -> None:
     """The one compactor of the lake's tables: a run every `interval_seconds` (for `rounds` runs, or until
     interrupted), tiered so that a row is rewritten about once per tier, not once per run.
@@ -258,12 +270,13 @@ def compact_continuously(
     round: tier 0 each round merges what landed since; tier 1 every `fanout` rounds merges tier 0's
     files; and so on. Set `first_tier_bytes` near what lands in a partition between two runs: then a
     landed row is rewritten about `tiers` times in all, and a partition-day keeps a few files per tier
-    (schema/lake.md, "Compaction").
+    (schema/lake.md, "Compaction"). `exclusive`: as for `compact`, asked before each table.
     """
     done = 0
     while rounds is None or done < rounds:
         done += 1
-        result = compact(lake, small_file_bytes=tier_target(done, first_tier_bytes, fanout, tiers))
+        target = tier_target(done, first_tier_bytes, fanout, tiers)
+        result = compact(lake, small_file_bytes=target, exclusive=exclusive)
         if on_round is not None:
             on_round(result)
         if rounds is None or done < rounds:

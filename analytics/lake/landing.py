@@ -13,11 +13,22 @@ workers on many hosts) append to one table at once: each commit gets its own ver
 purge cleaning the log under a handler's open table does not fail a flush: the append reopens the
 table at its newest version and commits there (`analytics.lake._delta.append`).
 
-A restart can move batch boundaries and land an event twice (a retried batch after a crash between the
-commit and the checkpoint): readers dedupe on (stream_arn, shard_id, sequence_number) (outcomes on
-outcome_id and, for final outcomes, the source event). Delta's idempotent transactions (an app id and
-an int64 version) are not used: a shard's sequence numbers run to 40 digits, more than an int64 holds,
-and a batch's boundaries are not stable across restarts, so no one number per batch would identify it.
+Exactly once in the tables, for any reader: a restart, a lease moving to another worker or a crash
+between a commit and its checkpoint replays events, with batch boundaries that may move, so a batch
+is never identified by a number. Each commit instead carries the high-water mark (HWM) of every shard
+it lands rows of: the highest sequence key of the shard in the table, as Delta `txn` actions of the
+same commit (a 48-digit key spread over three application ids of 16 digits each, since a `txn`
+version is an int64; `analytics.lake._high_water`). The table's snapshot keeps them through
+checkpoints, log clean-up, compaction and purges. Each commit is planned against the version it is
+written on: rows above their shard's HWM are written; rows at or below it (a replay, or a shard's
+first commit) are looked up in the table and dropped when there (`LandingStats.replays_dropped`),
+written when not (a parked window or a redriven record lies below the HWM without being in the
+table). Commits carrying one shard's application ids conflict in delta-rs's conflict check, so a
+zombie worker whose lease moved cannot land what its successor landed: its commit fails and is
+planned again on the newest version. Outcomes do the same with their source shard's HWM in the
+`outcomes` table (identity: outcome_id, or (source event, final) for a final outcome; the first
+final outcome committed for an expiry stands), and outcomes with no source event are looked up by
+outcome_id. The checkpoint still only follows a flush, so it never passes what is committed.
 """
 
 from __future__ import annotations
@@ -34,9 +45,10 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
-from analytics.lake._delta import append, open_table
+from analytics.lake._delta import Prepared, append, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
+from analytics.lake._high_water import Plan, plan_changes, plan_outcomes
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
 from analytics.lake._schema import CHANGES, OUTCOMES, PARTITION_COLUMN, AllowList, default_allow_list
 from config import LakeSettings
@@ -53,7 +65,8 @@ class LandingStats:
 
     events: int = 0
     outcomes: int = 0
-    duplicates_skipped: int = 0
+    duplicates_skipped: int = 0  # repeated within the buffer
+    replays_dropped: int = 0  # already in the table when a commit was planned
     files_written: int = 0  # commits (one per table a flush touches)
     rows_written: int = 0
     flushes: int = 0
@@ -136,8 +149,8 @@ class LakeHandler:
     def _write_all(self) -> None:
         if not self.buffered:
             return
-        commits = 0
-        rows = 0
+        commits = self.stats.files_written
+        rows = self.stats.rows_written
         for dataset, buffer in ((CHANGES, self._changes), (OUTCOMES, self._outcomes)):
             pending = list(buffer.files())
             if not pending:
@@ -156,18 +169,21 @@ class LakeHandler:
                     f"lake commit failed ({type(error).__name__})", context=self._context(pending)
                 ) from error
             buffer.clear()
-            commits += 1
-            rows += sum(item.table.num_rows for item in pending)
         self.stats.flushes += 1
-        self.stats.files_written += commits
-        self.stats.rows_written += rows
-        logger.debug("lake flush", extra={"commits": commits, "rows": rows})
+        logger.debug(
+            "lake flush",
+            extra={
+                "commits": self.stats.files_written - commits,
+                "rows": self.stats.rows_written - rows,
+            },
+        )
         self._oldest = None
         # Hand Arrow's freed buffers back to the system: a long run keeps the footprint of a short one.
         pa.default_memory_pool().release_unused()
 
     def _write(self, dataset: str, pending: list[PendingFile]) -> None:
-        """One commit of every pending part of `dataset`, each row with its partition day."""
+        """One commit of every pending part of `dataset`, each row with its partition day, less the
+        rows already in the table (none when every row was there)."""
         assert self._tables is not None
         parts = [
             item.table.append_column(
@@ -177,9 +193,24 @@ class LakeHandler:
             for item in pending
         ]
         table = self._tables[dataset]
+        plan_rows = plan_changes if dataset == CHANGES else plan_outcomes
+        planned: list[Plan] = []
+
+        def prepare(current: DeltaTable) -> Prepared:
+            # Planned again on every attempt: against the version that attempt writes on.
+            plan = plan_rows(current, data)
+            planned.append(plan)
+            return plan.data, plan.transactions
+
+        data = pa.concat_tables(parts)
         version = append(
-            self._lake, table, dataset, pa.concat_tables(parts), partition_by=TABLES[dataset].partition_by
+            self._lake, table, dataset, data, partition_by=TABLES[dataset].partition_by, prepare=prepare
         )
+        self.stats.replays_dropped += planned[-1].dropped
+        written = int(planned[-1].data.num_rows)
+        if written:
+            self.stats.files_written += 1
+            self.stats.rows_written += written
         if table.version() != version:
             # The commit went through a reopened table (an erasure cleaned this one's log away): the
             # next flush starts from the new one, not from a snapshot that is gone.

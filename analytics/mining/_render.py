@@ -9,21 +9,13 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from enum import StrEnum
 
 from rich.console import Console
 from rich.table import Table
 
+from analytics.mining._formats import MiningFormat
 from analytics.mining._runner import MiningResult, report_charts
-from analytics.reports import render
-
-
-class MiningFormat(StrEnum):
-    TABLE = "table"
-    MARKDOWN = "markdown"
-    JSON = "json"
-    CSV = "csv"
-    HTML = "html"
+from analytics.reports import counted, render
 
 
 def _text(value: object) -> str:
@@ -60,7 +52,7 @@ def render_mining(
             table.add_row(*(_text(row[c]) for c in result.columns))
         console = Console(file=io.StringIO(), width=200, color_system=None)
         console.print(table)
-        console.print(f"{len(rows)} rows. {result.report.description}")
+        console.print(f"{counted(len(rows), 'row')}. {result.report.description}")
         out = console.file
         assert isinstance(out, io.StringIO)
         return out.getvalue()

@@ -15,9 +15,9 @@ import duckdb
 import pyarrow as pa
 
 from analytics.lake import Lake
+from analytics.lake.views import create_views, views_read_by
 from analytics.mining._reports import MINING_SQL_DIR, Report, load_reports
 from analytics.reports import Chart, bar_chart, grouped_bar_chart, line_chart
-from analytics.views import create_views, views_read_by
 from config import PolicySettings
 from schema.errors import TerminalError
 

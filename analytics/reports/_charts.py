@@ -42,6 +42,12 @@ def png_base64(figure: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _legend_beside(axes: Any) -> None:
+    """The legend to the right of the plot, never over a bar or a line (the saved figure is cropped to
+    what it draws, so the legend widens the picture instead)."""
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
 def _figure(width: float, height: float) -> Figure:
     figure = Figure(figsize=(width, height))
     figure.patch.set_facecolor("white")
@@ -118,8 +124,8 @@ def line_chart(
     axes.set_ylabel(ylabel)
     axes.set_xlabel(xlabel)
     axes.grid(alpha=0.3)
-    if len(series) > 1:
-        axes.legend(fontsize=8)
+    if series:  # a series is named even when it is alone: the title names the chart, not the line
+        _legend_beside(axes)
     return Chart(title=title, alt=alt or title, png=png_base64(figure))
 
 
@@ -152,6 +158,6 @@ def grouped_bar_chart(
     axes.set_xlabel(xlabel)
     axes.set_title(title)
     axes.grid(axis="x", alpha=0.3)
-    if count > 1:
-        axes.legend(fontsize=8)
+    if series:
+        _legend_beside(axes)
     return Chart(title=title, alt=alt or title, png=png_base64(figure))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["TEMPLATES_DIR", "render"]
+__all__ = ["TEMPLATES_DIR", "counted", "render"]
 
 import re
 from functools import cache
@@ -41,6 +41,27 @@ def _number(value: object) -> str:
     return str(value)
 
 
+def counted(value: object, noun: str) -> str:
+    """`1 row`, `2 rows`, `1,000 rows`: a count with its noun, plural unless the count is one."""
+    return f"{_number(value)} {noun if value == 1 else noun + 's'}"
+
+
+# The project's own folder, when the package runs from a clone: its docs and SQL files can be linked.
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _project_link(path: object) -> Markup:
+    """A project path (`docs/operations/audits.md`) as a link to the file when it is there, else as
+    code: a report read on the machine that wrote it opens the page in one click."""
+    text = str(path)
+    file, _, anchor = text.partition("#")
+    target = (_PROJECT_ROOT / file).resolve()
+    code = Markup("<code>{}</code>").format(text)
+    if not target.is_file() or _PROJECT_ROOT not in target.parents:
+        return code
+    return Markup('<a href="{}">{}</a>').format(target.as_uri() + (f"#{anchor}" if anchor else ""), code)
+
+
 @cache
 def _environment() -> Environment:
     environment = Environment(
@@ -54,6 +75,8 @@ def _environment() -> Environment:
     environment.filters["md"] = _md_cell
     environment.filters["number"] = _number
     environment.filters["ticks"] = _ticks
+    environment.filters["counted"] = counted
+    environment.filters["project_link"] = _project_link
     return environment
 
 

@@ -5,7 +5,7 @@
 CREATE OR REPLACE VIEW current_items AS
 SELECT
     pk, sk, item_kind, user_id, item_user_id, array_account_id, status, item_created_at,
-    item_updated_at, gsi1pk, gsi1sk, ttl, ttl_raw, ttl_type,
+    item_created_at_ts, item_updated_at, item_updated_at_ts, gsi1pk, gsi1sk, ttl, ttl_raw, ttl_type,
     valid_from AS changed_at,
     stream_arn, shard_id, sequence_number, sequence_key, event_id, event_type, change_kind
 FROM item_versions

@@ -29,20 +29,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
 
 import typer
 
-from config import Settings, load_settings
-from entitlements import compose
-from entitlements._logging import configure_logging
-from pipeline.dead_letter import DeadLetters
-from pipeline.decode import decode_record
-from pipeline.parking import ParkedWork
-from pipeline.quarantine import Quarantine
-from pipeline.recovery import Recovery, RecoveryReport, export_stored, reason_counts
-from pipeline.shard_consumer import RetryPolicy
 from schema.errors import EntitlementsError, TerminalError
+
+# The settings, the stores and the recovery are imported where they are used: `quarantine --help` and
+# `dead-letter --help` build these groups and must not load the consumer (entitlements.compose loads
+# every part, the lake stack included).
+if TYPE_CHECKING:
+    from config import Settings
+    from pipeline import DeadLetters, ParkedWork, Quarantine, Recovery, RecoveryReport
 
 _T = TypeVar("_T")
 
@@ -62,6 +60,8 @@ class Stores:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Stores:
+        from pipeline import DeadLetters, ParkedWork, Quarantine  # noqa: PLC0415 (kept off --help)
+
         consumer = settings.consumer
         return cls(
             Quarantine(consumer.quarantine_dir),
@@ -72,15 +72,18 @@ class Stores:
 
 def build_recovery(settings: Settings) -> Recovery:
     """The consumer's handlers (the same composition as the KCL child) over the consumer's stores."""
+    from entitlements import compose  # noqa: PLC0415 (kept off --help)
+    from pipeline import HandlerRetryPolicy, Recovery  # noqa: PLC0415
+
     stores = Stores.from_settings(settings)
     consumer = settings.consumer
     return Recovery(
         handlers=compose.handler_registry(settings),
-        decode=decode_record,
+        decode=compose.record_decoder(settings),  # the child's decoder, Kinesis records included
         quarantine=stores.quarantine,
         parked=stores.parked,
         dead_letters=stores.dead_letters,
-        retry=RetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
+        retry=HandlerRetryPolicy(consumer.handler_retry_attempts, consumer.handler_retry_max_seconds),
     )
 
 
@@ -167,6 +170,8 @@ def read_store(kind: StoreKind, store: Quarantine | DeadLetters, read: Callable[
 
 
 def _export(kind: StoreKind, store: Quarantine | DeadLetters, destination: Path) -> int:
+    from pipeline import export_stored  # noqa: PLC0415 (kept off --help)
+
     try:
         return export_stored(store, destination)
     except FileExistsError:
@@ -201,12 +206,17 @@ def store_commands(kind: StoreKind, *, help_text: str) -> typer.Typer:
 
     @app.command("list", help=f"How many {kind.noun} there are, by reason (no content).")
     def list_records() -> None:
+        from config import load_settings  # noqa: PLC0415 (kept off --help)
+        from pipeline import reason_counts  # noqa: PLC0415
+
         store = kind.store(state_stores(load_settings()))
         print_counts(kind.label, read_store(kind, store, lambda: reason_counts(store)))
         exit_if_damaged(f"{kind.command} list", store)
 
     @app.command(help=f"Write all {kind.noun} (raw bytes as base64, reason, position) to a new 0600 file.")
     def export(destination: Annotated[Path, typer.Argument(help=_NEW_FILE)]) -> None:
+        from config import load_settings  # noqa: PLC0415 (kept off --help)
+
         store = kind.store(state_stores(load_settings()))
         written = _export(kind, store, destination)
         typer.echo(f"exported {written} {kind.noun} to {destination}")
@@ -218,6 +228,10 @@ def store_commands(kind: StoreKind, *, help_text: str) -> typer.Typer:
 def redrive_store(kind: StoreKind, run: Callable[[Recovery], RecoveryReport]) -> None:
     """Run the store's records through the consumer's path (`run`), print the report; exit 1 while
     any record stays stored or a damaged file was skipped."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
+    from entitlements._logging import configure_logging  # noqa: PLC0415
+    from pipeline import RecoveryReport  # noqa: PLC0415
+
     configure_logging()
     settings = load_settings()
     store = kind.store(state_stores(settings))

@@ -34,18 +34,22 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pyarrow as pa
 import typer
 
-from analytics.audits import ReportFormat, load_checks, load_config, read_failures, render_report, run_audits
-from analytics.lake import lake_from_settings
-from config import Settings, SettingsError, load_settings
+# Only the report formats and the checks' definitions at import: `audit --help` loads neither the lake
+# stack nor matplotlib (a run imports them).
+from analytics.audits import ReportFormat, load_checks
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
-from processors.erasure import LEDGER_DIR_NAME, ErasureLedger
+from entitlements.commands._lake_lines import lake_line
 from schema.errors import EntitlementsError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from config import Settings
 
 app = typer.Typer(add_completion=False)
 
@@ -105,6 +109,10 @@ def run_audit(
     """Audit the settings' lake, print or write the report, and return the exit status (0, 1 or 2).
     Never raises: a failure is one line on stderr (its message, or its class name for an unexpected
     one) and returns 2. Nothing is created where the lake should be."""
+    from analytics.audits import load_config, render_report, run_audits  # noqa: PLC0415 (--help stays fast)
+    from analytics.lake import lake_from_settings  # noqa: PLC0415
+    from processors.erasure import LEDGER_DIR_NAME, ErasureLedger  # noqa: PLC0415
+
     try:
         lake = lake_from_settings(settings, create=False)
         config = load_config(
@@ -135,9 +143,9 @@ def run_audit(
         else:
             sys.stdout.write(text)
     except EntitlementsError as error:  # a schedule must tell "could not run" (2) from "found" (1)
-        return _refused(str(error))
+        return _refused(lake_line(error) or str(error))
     except Exception as error:
-        return _refused(f"audit could not run ({type(error).__name__})")
+        return _refused(lake_line(error) or f"audit could not run ({type(error).__name__})")
     stored = report.stored_failures
     where = (
         f"; {stored.rows} failing rows stored in {stored.dataset}, audit_id {stored.audit_id}"
@@ -201,6 +209,8 @@ def audit_command(
 ) -> None:
     """Check the table's invariants over the lake; exit 0 (clean), 1 (an error threshold reached) or
     2 (the audit could not run)."""
+    from config import SettingsError, load_settings  # noqa: PLC0415 (kept off --help)
+
     configure_logging("WARNING")
     moment = _instant(as_of) if as_of is not None else None
     try:
@@ -271,6 +281,10 @@ def audit_failures_command(
 ) -> None:
     """Print the failing rows `audit --store-failures` kept in the lake, one JSON object a line; exit 2
     when the lake cannot be read."""
+    from analytics.audits import read_failures  # noqa: PLC0415 (kept off --help)
+    from analytics.lake import lake_from_settings  # noqa: PLC0415
+    from config import SettingsError, load_settings  # noqa: PLC0415
+
     configure_logging("WARNING")
     try:
         settings = load_settings()
@@ -286,9 +300,9 @@ def audit_failures_command(
         else:
             sys.stdout.write(text)
     except (EntitlementsError, SettingsError) as error:
-        raise typer.Exit(_refused(str(error))) from None
+        raise typer.Exit(_refused(lake_line(error) or str(error))) from None
     except Exception as error:
         raise typer.Exit(
-            _refused(f"audit-failures could not read the lake ({type(error).__name__})")
+            _refused(lake_line(error) or f"audit-failures could not read the lake ({type(error).__name__})")
         ) from None
     typer.echo(f"audit-failures: {len(rows)} stored rows", err=True)

@@ -19,7 +19,6 @@ from typing import Annotated
 
 import typer
 
-from config import load_settings
 from entitlements._logging import configure_logging
 from entitlements._progress import progress
 
@@ -40,6 +39,7 @@ def cleanup() -> None:
 @app.command()
 def setup(queue_name: QueueOption = DEFAULT_QUEUE) -> None:
     """Create (or bring up to date) the retry queue and its dead-letter queue; print their URLs."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
     from entitlements._clients import bounded_calls  # noqa: PLC0415
 
@@ -59,6 +59,7 @@ def retry_worker(
     queue_name: QueueOption = DEFAULT_QUEUE,
 ) -> None:
     """Drain parked cleanups: guard, delete at Array, mark the row; outcomes land in the lake."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
 
     configure_logging()
@@ -99,10 +100,11 @@ def repair(
 
     Exits 0 when every listed row was marked (or, with --dry-run, listed), 1 when some could not be."""
     from analytics import LakeDeletedAccounts, lake_from_settings  # noqa: PLC0415
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
     from entitlements._clients import aws_client  # noqa: PLC0415
-    from pipeline.clock import clock_from_settings  # noqa: PLC0415
     from processors.cleanup import repair_removed_rows  # noqa: PLC0415
+    from schema.clock import clock_from_settings  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()

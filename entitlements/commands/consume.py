@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from config import Settings, load_settings
 from entitlements._logging import configure_logging
 from entitlements._progress import progress
 from entitlements.commands.cleanup import DEFAULT_QUEUE as DEFAULT_RETRY_QUEUE_NAME
 
 if TYPE_CHECKING:  # the daemon and the stores are imported when a command runs: --help stays fast
-    from pipeline.daemon import DaemonSpec
+    from config import Settings
+    from pipeline import DaemonSpec
 
 app = typer.Typer()
 
@@ -34,15 +34,21 @@ def consume(
     stream_arn: str = typer.Option(None, help="Stream to read; default the table's latest stream."),
 ) -> None:
     """Run the KCL consumer of the table's stream until SIGTERM or Ctrl-C (then checkpoint and stop)."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415 (kept off `--help`)
     from entitlements._clients import bounded_calls  # noqa: PLC0415
-    from pipeline.daemon import DaemonSpec, stable_worker_id  # noqa: PLC0415
+    from pipeline import DaemonSpec, stable_worker_id  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()
     compose.launcher(settings)  # the JVM and the jar, checked before any lease is taken
-    with bounded_calls():  # the table looked up: a silent endpoint is one line within seconds
-        arn = stream_arn or settings.consumer.stream_arn or compose.table_stream_arn(settings)
+    if settings.source.kind == "kinesis":
+        # The Kinesis stream is the position: a table streaming only to Kinesis may have no DynamoDB
+        # stream to look up.
+        arn = stream_arn or settings.source.stream_arn or ""
+    else:
+        with bounded_calls():  # the table looked up: a silent endpoint is one line within seconds
+            arn = stream_arn or settings.consumer.stream_arn or compose.table_stream_arn(settings)
     # Stable across restarts: a restarted worker takes its own lease back at once (its lease names it).
     worker = (
         worker_id
@@ -84,7 +90,7 @@ class _CountedDaemon:
     """The daemon, with its starts counted (the endpoint's `entitlements_consumer_daemon_starts`)."""
 
     def __init__(self, spec: DaemonSpec) -> None:
-        from pipeline.daemon import KclDaemon  # noqa: PLC0415
+        from pipeline import KclDaemon  # noqa: PLC0415
 
         self._daemon = KclDaemon(spec)
         self.starts = 0
@@ -140,9 +146,29 @@ def _supervise_with_metrics(
             endpoint = telemetry.serve(
                 metrics, port, variable="ENTITLEMENTS_METRICS__CONSUME_PORT", registry=figures.registry()
             )
-        from pipeline.daemon import supervise  # noqa: PLC0415
+        from entitlements import compose  # noqa: PLC0415
+        from pipeline import (  # noqa: PLC0415
+            launcher_application_name,
+            supervise,
+            watch_leases,
+        )
 
-        supervise(daemon, stop)
+        # The stuck-lease figure (entitlements_consumer_stuck_leases), read beside the daemon's work.
+        failover = settings.consumer.failover_time_ms / 1000
+        threading.Thread(
+            target=watch_leases,
+            # The lease table the launcher runs as (the Kinesis source's has its own name).
+            args=(compose.lease_table_client(settings), launcher_application_name(settings)),
+            kwargs={"failover_seconds": failover, "stop": stop},
+            name="lease-watch",
+            daemon=True,
+        ).start()
+        # The lake's checkpoints, compaction and clean-up: one runner per lake among every consume.
+        maintenance = compose.lake_maintenance(settings, owner=worker, stop=stop)
+        # Never wait longer between starts than a lease outlives its holder (pipeline.daemon.supervise).
+        supervise(daemon, stop, max_backoff=failover)
+        if maintenance is not None:
+            maintenance.join(5.0)  # its lease given up for the next runner, unless a compaction runs
         return daemon.stopped_with
     finally:
         if endpoint is not None:
@@ -157,6 +183,7 @@ def replay_parked() -> None:
     decoded is quarantined, one now refused is dead-lettered, the rest replay; a damaged parked file is
     skipped, named on one line. Exits 1 while anything stays parked. With nothing parked it ends at once,
     needing no AWS."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements.commands._stores import (  # noqa: PLC0415
         Stores,
         build_recovery,
@@ -193,6 +220,7 @@ def consumer_status(
     """Whether the consumer runs; per shard: records, events by kind, quarantined, dead-lettered, parked
     batches, checkpoints and lag (iterator age), each with its age; the stores; the cleanup retry queue.
     Exits 1 while no shard has reported, or while a shard's stats file cannot be read."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements.commands._consumer_status import status_lines, status_report  # noqa: PLC0415
 
     settings = load_settings()

@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from config import load_settings
 from entitlements.commands._stores import (
     DEAD_LETTERS,
     StoreCommandError,
@@ -29,6 +28,8 @@ CONSUMER_HANDLERS = ("cleanup", "journal", "lake")
 def _check_handler(handler: str) -> None:
     """A --handler that names no handler of the consumer and none a dead letter holds would re-drive
     nothing and exit 0 (a typo read as "all clear"): one line naming the handlers there are."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
+
     store = state_stores(load_settings()).dead_letters
     stored = read_store(DEAD_LETTERS, store, lambda: {letter.handler for letter in store})
     if handler in stored or handler in CONSUMER_HANDLERS:

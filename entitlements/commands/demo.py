@@ -3,17 +3,22 @@ entitlements/_demo.py). Exit 0 when the audits found exactly what was planted, 1
 
 from __future__ import annotations
 
-__all__ = ["app"]
+__all__ = ["app", "report_lines"]
 
+import shlex
+import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from devstack.planted_faults import FaultKind
-from entitlements._demo import DemoOptions, run_demo
 from entitlements._logging import configure_logging
+
+if TYPE_CHECKING:  # the run (the stack, the service, the consumer, the lake) is imported when it runs
+    from entitlements._demo import DemoResult
 
 app = typer.Typer()
 
@@ -70,7 +75,12 @@ def demo(
     """Local stack and fakes, the service driven by concurrent clients and forced races, the real KCL
     consumer with cleanup and the lake, then the audit report and the verdict: the audits' findings
     against what the manifest says was planted."""
+    from entitlements._demo import DemoOptions, run_demo  # noqa: PLC0415 (--help stays fast)
+
     configure_logging("WARNING")
+    # SIGTERM unwinds as Ctrl-C does (the consumer, its JVM and the stack stopped before the exit),
+    # instead of ending this process at once and leaving the JVM running on its own.
+    signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))
     options = DemoOptions(
         state_dir=state_dir,
         users=users,
@@ -90,53 +100,74 @@ def demo(
     result = run_demo(
         options, progress=lambda line: typer.echo(f"- [{time.monotonic() - started:5.1f} s] {line}", err=True)
     )
+    for line in report_lines(result, state_dir):
+        typer.echo(line)
+    if not result.verdict.ok:
+        raise typer.Exit(1)
+
+
+def report_lines(result: DemoResult, state_dir: Path) -> Iterator[str]:
+    """What the demo prints on stdout: counts by kind, the audit's summary (the full report with its
+    rows is in the files it names), where the lake is and the one export line that points `entitlements
+    sql` at it, and the verdict last."""
+    from analytics.reports import counted  # noqa: PLC0415 (--help stays fast)
+    from entitlements._demo import counts_text  # noqa: PLC0415
+
     stats = result.consumer_stats
-    typer.echo("\n# Entitlements demo\n")
-    typer.echo("## The workload through the service (HTTP requests by operation)\n")
+    yield "\n# Entitlements demo\n"
+    yield "## The workload through the service (HTTP requests by operation)\n"
     for operation, count in sorted(result.workload.operations.items()):
-        answers = ", ".join(
-            f"{status}: {n}" for status, n in sorted(result.workload.answers[operation].items())
-        )
-        typer.echo(f"- {operation}: {count} ({answers or 'none'})")
-    typer.echo(f"- relinks refused (ErrEntitlementNotActive, 404): {result.workload.relinks_rejected}")
+        yield f"- {operation}: {count} ({counts_text(result.workload.answers[operation])})"
+    yield f"- relinks refused (ErrEntitlementNotActive, 404): {result.workload.relinks_rejected}"
     bursts = result.workload.same_user
     if bursts is not None:
-        typer.echo(
+        answers = "; ".join(f"{op} {counts_text(by)}" for op, by in sorted(bursts.answers.items())) or "none"
+        yield (
             f"- same-user bursts (two simultaneous requests for one user): {bursts.bursts}, answers "
-            f"{bursts.answers}, 409 concurrent_request {bursts.concurrent_request}, undocumented "
-            f"{bursts.undocumented}"
+            f"{answers}; 409 concurrent_request {bursts.concurrent_request}, "
+            f"undocumented {bursts.undocumented}"
         )
-    races_seen = result.races
-    typer.echo("\n## Races forced through the fakes' hooks (link answers by status)\n")
-    typer.echo(
-        f"- relink held at Array while a second Array signup answered: {races_seen.relink_vs_second_signup}"
-    )
-    typer.echo(f"- relink held at Array while a cancellation answered: {races_seen.relink_vs_cancellation}")
-    typer.echo(f"- second signup given the account already held: {races_seen.same_account_again}")
-    if races_seen.unguarded_stale_put:
-        typer.echo(
+    races = result.races
+    yield "\n## Races forced through the fakes' hooks (link answers by status)\n"
+    second_signup = counts_text(races.relink_vs_second_signup)
+    yield f"- relink held at Array while a second Array signup answered: {second_signup}"
+    yield f"- relink held at Array while a cancellation answered: {counts_text(races.relink_vs_cancellation)}"
+    yield f"- second signup given the account already held: {counts_text(races.same_account_again)}"
+    if races.unguarded_stale_put:
+        yield (
             f"- the same race with the unguarded link write (fault injection): "
-            f"{races_seen.unguarded_stale_put}, {races_seen.overwritten_rows} row(s) overwritten"
+            f"{counts_text(races.unguarded_stale_put)}; {races.overwritten_rows} row(s) overwritten"
         )
     planted: dict[str, int] = {}
     for fault in result.planted:
         planted[fault.kind.value] = planted.get(fault.kind.value, 0) + 1
-    typer.echo(f"- planted (manifest: {state_dir / 'planted.json'}): {planted or 'none'}")
-    typer.echo("\n## Events seen by the consumer, by kind (landed in the lake, deduplicated)\n")
+    yield f"- planted (manifest: {state_dir / 'planted.json'}): {counts_text(planted)}"
+    yield "\n## Events seen by the consumer, by kind (landed in the lake, deduplicated)\n"
     for kind, count in result.events_by_type.items():
-        typer.echo(f"- {kind}: {count}")
-    typer.echo(
+        yield f"- {kind}: {count}"
+    yield (
         f"\nrecords delivered: {stats['records']} (replays included); quarantined: {stats['quarantined']}; "
         f"parked batches: {stats['parked_batches']}"
     )
-    typer.echo("\n## Outcomes (cleanup, and the service's links)\n")
+    yield "\n## Outcomes (cleanup, and the service's links)\n"
     for kind, count in result.outcomes_by_kind.items():
-        typer.echo(f"- {kind}: {count}")
-    typer.echo("\n## Audit\n")
-    typer.echo(result.report_paths["markdown"].read_text())
-    typer.echo(f"Reports: {', '.join(str(p) for p in result.report_paths.values())}")
-    typer.echo("\n## Verdict (the audits' findings against the manifest of what was planted)\n")
-    for line in result.verdict.lines():
-        typer.echo(line)
-    if not result.verdict.ok:
-        raise typer.Exit(1)
+        yield f"- {kind}: {count}"
+    audit = result.audit
+    counts = audit.counts
+    yield "\n## Audit\n"
+    yield (
+        f"status {audit.status.value}: {counts['checks']} checks, {counts['pass']} pass, "
+        f"{counts['warn']} warn, {counts['error']} error; {counted(counts['failing_rows'], 'row')} found "
+        "by the checks that did not pass"
+    )
+    for check in audit.results:
+        if check.status.value != "pass":
+            yield f"- {check.name}: {check.status.value}, {counted(check.rows_involved, 'row')}"
+    yield f"\nThe full report, each check's rows and what to do: {result.report_paths['markdown']}"
+    yield f"Reports: {', '.join(str(p) for p in result.report_paths.values())}"
+    lake = (state_dir / "lake").resolve()
+    yield "\n## The demo's lake\n"
+    yield f"{lake} (not the default var/lake): for entitlements sql, mine and audit over it,"
+    yield f"export ENTITLEMENTS_LAKE__ROOT={shlex.quote(str(lake))}"
+    yield "\n## Verdict (the audits' findings against the manifest of what was planted)\n"
+    yield from result.verdict.lines()

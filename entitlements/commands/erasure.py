@@ -17,27 +17,19 @@ import uuid
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from config import ErasureSettings, Settings, load_settings
 from entitlements._logging import configure_logging
-from schema.erasure import (
-    CHANNEL_CONSTANTS,
-    REQUEST_TYPES,
-    ErasureContractError,
-    ErasureEnvironmentError,
-    ErasureHandlerEnvironment,
-    ErasureRequest,
-    parse_erasure_message,
-    parse_erasure_request,
-    refusal_reasons,
-    serialize_erasure_message,
-)
 
-# The worker's parts (processors.erasure, the composition root) are imported by the commands that run
-# them, so that `--help` and `validate` stay fast.
+# The contract twin (jsonschema, its fixtures), the settings and the worker's parts (processors.erasure,
+# the composition root) are imported by the commands that use them: `erasure --help` and each command's
+# help load none of them, and `validate` loads the contract only.
+if TYPE_CHECKING:
+    from config import ErasureSettings, Settings
+    from schema.erasure import ErasureRequest
+
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
 
@@ -49,6 +41,13 @@ def erasure() -> None:
 def _verdict(body: bytes) -> str:
     """`accepted <type>`, `NOT_A_REQUEST <type>`, `NOT_JSON` or `INVALID_MESSAGE <reasons>` (each refusal's
     JSON path and rule): never the body."""
+    from schema.erasure import (  # noqa: PLC0415 (kept off --help)
+        REQUEST_TYPES,
+        ErasureContractError,
+        parse_erasure_message,
+        refusal_reasons,
+    )
+
     try:
         message = parse_erasure_message(body)
     except ErasureContractError as error:
@@ -91,6 +90,8 @@ def erasure_settings(settings: Settings, environ: Mapping[str, str]) -> ErasureS
     """The erasure settings, with the contract's own variables (ERASURE_PASS_TWO_DELAY_SECONDS,
     ERASURE_BATCH_TIMEOUT_SECONDS, read through `ErasureHandlerEnvironment`, each held to its cap)
     winning over ENTITLEMENTS_ERASURE__* when either is set."""
+    from schema.erasure import ErasureHandlerEnvironment  # noqa: PLC0415 (kept off --help)
+
     names = (
         ErasureHandlerEnvironment.PASS_TWO_DELAY_VARIABLE,
         ErasureHandlerEnvironment.BATCH_TIMEOUT_VARIABLE,
@@ -107,7 +108,9 @@ def erasure_settings(settings: Settings, environ: Mapping[str, str]) -> ErasureS
 
 
 def _settings(command: str) -> tuple[Settings, ErasureSettings]:
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from processors.erasure import ErasureConfigError, checked_timings  # noqa: PLC0415
+    from schema.erasure import ErasureEnvironmentError  # noqa: PLC0415
 
     settings = load_settings()
     try:
@@ -246,6 +249,8 @@ def _topic_arn(sns: Any, name: str) -> str | None:
 
 
 def _answer_to(request_id: str, body: str) -> bool:
+    from schema.erasure import ErasureContractError, parse_erasure_message  # noqa: PLC0415 (kept off --help)
+
     try:
         message = parse_erasure_message(body)
     except ErasureContractError:
@@ -277,7 +282,13 @@ def try_request(
     progress lines go to stderr and name neither the key nor the requestId. Exits 0 with an answer, 1
     when none came within the wait, 2 on a request the contract refuses or a channel not set up.
     """
-    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from schema.clock import clock_from_settings  # noqa: PLC0415 (kept off --help)
+    from schema.erasure import (  # noqa: PLC0415
+        CHANNEL_CONSTANTS,
+        ErasureContractError,
+        parse_erasure_request,
+        refusal_reasons,
+    )
 
     configure_logging()
     settings, erasure = _settings("try")
@@ -318,6 +329,7 @@ def _publish(settings: Settings, erasure: ErasureSettings, request: ErasureReque
     import botocore.exceptions  # noqa: PLC0415
 
     from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
+    from schema.erasure import serialize_erasure_message  # noqa: PLC0415
 
     setup = "run entitlements erasure setup"
     try:
@@ -337,9 +349,11 @@ def _publish(settings: Settings, erasure: ErasureSettings, request: ErasureReque
                     f"no responses queue named {erasure.responses_queue_name}: {setup}", code=2
                 ) from None
             sns.publish(TopicArn=topic_arn, Message=serialize_erasure_message(request))
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as failed:
-        problem = f"the erasure channel did not answer ({type(failed).__name__}): check the endpoint"
-        raise _fail(problem) from None
+    except botocore.exceptions.ClientError as failed:
+        problem = f"the erasure channel refused the request ({type(failed).__name__}): check the endpoint"
+        raise _fail(problem, code=2) from None
+    # Any other botocore failure (an endpoint down or silent) reaches the CLI's one line, which names
+    # the endpoint and the fix as for every command; nothing was published.
     return responses_url
 
 

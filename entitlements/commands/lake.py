@@ -27,30 +27,20 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from analytics.lake import (
-    CompactionResult,
-    compact,
-    compact_continuously,
-    lake_from_settings,
-    require_data,
-    snapshot,
-    snapshot_as_of,
-    snapshot_info,
-    state_as_of,
-)
-from analytics.views import connect, lock_down, read_only_statement, run_read_only
-from config import load_settings
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
 from schema.errors import TerminalError
+
+# The lake stack (delta-rs, DuckDB, pyarrow), rich and the settings are imported inside the commands:
+# `sql --help`, `snapshot --help` and `compact --help` build these commands and load none of them.
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from analytics.lake import CompactionResult
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
 
@@ -114,6 +104,17 @@ def snapshot_command(
     """Fold the change log into the table's current state, incrementally from the previous snapshot;
     with --as-of, read the state at a past instant instead (nothing is written to the lake unless
     --store; the current snapshot is left as it is)."""
+    import pyarrow.parquet as pq  # noqa: PLC0415 (kept off --help)
+
+    from analytics.lake import (  # noqa: PLC0415
+        lake_from_settings,
+        snapshot,
+        snapshot_as_of,
+        snapshot_info,
+        state_as_of,
+    )
+    from config import load_settings  # noqa: PLC0415
+
     configure_logging("WARNING")
     lake = lake_from_settings(load_settings(), create=False)
     if as_of is not None:
@@ -214,6 +215,11 @@ def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None, *, force: boo
 
 
 def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force: bool, step: Any) -> None:
+    import pyarrow as pa  # noqa: PLC0415 (kept off --help)
+    import pyarrow.parquet as pq  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
     if fmt is OutputFormat.PARQUET:
         if output is None:
             if sys.stdout.isatty():
@@ -275,6 +281,10 @@ def sql_command(
     ] = False,
 ) -> None:
     """Run one read-only query over the lake's views and print or export the result."""
+    from analytics.lake import lake_from_settings  # noqa: PLC0415 (kept off --help)
+    from analytics.lake.views import connect, lock_down, read_only_statement, run_read_only  # noqa: PLC0415
+    from config import load_settings  # noqa: PLC0415
+
     configure_logging("WARNING")
     settings = load_settings()
     instant = _instant(as_of) if as_of is not None else None
@@ -306,12 +316,25 @@ def compact_command(
 ) -> None:
     """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
     vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
+    from analytics.lake import compact, compact_continuously, lake_from_settings, require_data  # noqa: PLC0415
+    from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner  # noqa: PLC0415
+    from config import load_settings  # noqa: PLC0415
+
     configure_logging("WARNING")
     # One run of nothing is a mistake (no lake there); the follower is a service started beside the
     # consumer, so it waits for the lake the consumer creates.
-    lake = lake_from_settings(load_settings(), create=follow)
+    settings = load_settings()
+    lake = lake_from_settings(settings, create=follow)
     if not follow:
         require_data(lake)
+    # Only the lake's maintenance leader compacts (two OPTIMIZEs of one version double the rows):
+    # this command takes the lease a consume's maintenance otherwise holds, table by table.
+    lease = MaintenanceRunner(lake, MaintenancePolicy.from_settings(settings.lake))
+    if not follow and not lease.hold():
+        typer.echo(
+            "lake compact: another process maintains this lake (a consume): nothing compacted", err=True
+        )
+        raise typer.Exit(1)
 
     def report(result: CompactionResult) -> None:
         for dataset in ("changes", "outcomes"):
@@ -330,8 +353,13 @@ def compact_command(
             first_tier_bytes=first_tier_mb * 1024 * 1024,
             rounds=rounds or None,
             on_round=report,
+            exclusive=lease.hold,
         )
+        lease.release()
         return
     with progress("compacting tables") as bar:
-        result = compact(lake, small_file_bytes=small_file_mb * 1024 * 1024, progress=bar.at)
+        result = compact(
+            lake, small_file_bytes=small_file_mb * 1024 * 1024, progress=bar.at, exclusive=lease.hold
+        )
+    lease.release()
     report(result)

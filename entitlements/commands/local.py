@@ -10,7 +10,7 @@ processors) talks to this stack and shares its clock; runs until Ctrl-C or SIGTE
 
 from __future__ import annotations
 
-__all__ = ["app", "stack_environment"]
+__all__ = ["app", "lake_root", "stack_environment"]
 
 import contextlib
 import os
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from pydantic import SecretStr
 
-from config import AwsSettings, ClockSettings, Settings, load_settings
 from entitlements._logging import configure_logging
 
 if TYPE_CHECKING:  # the stack's modules (moto, the fakes) are imported when `up` runs: --help stays fast
+    from config import ClockSettings, Settings
     from devstack.fake_array import FakeArrayServer
     from devstack.fake_transactions import FakeTransactionsServer
     from devstack.stack import LocalStack, StackEndpoints
@@ -47,6 +47,8 @@ _LOCAL_CREDENTIAL = "testing"
 
 def _clock_settings(settings: Settings, speed: float | None, start: datetime | None) -> ClockSettings:
     """The shared clock: the settings' own when they set one, else a new simulation starting now."""
+    from config import ClockSettings  # noqa: PLC0415 (kept off --help)
+
     if speed is None and start is None:
         return settings.clock
     now = datetime.now(UTC)
@@ -104,6 +106,8 @@ def _local_settings(
 ) -> Settings:
     """The settings with AWS pointed at the stack (and, when given, Array and transactions-service at
     the fakes, the clock at the stack's)."""
+    from config import AwsSettings  # noqa: PLC0415 (kept off --help)
+
     update: dict[str, object] = {
         "aws": AwsSettings(
             endpoint_url=endpoints.endpoint_url,
@@ -142,20 +146,32 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def _parts(
-    settings: Settings, clock: ClockSettings, ports: dict[str, int], *, table_name: str | None, ttl: float
+    settings: Settings,
+    clock: ClockSettings,
+    ports: dict[str, int],
+    *,
+    table_name: str | None,
+    ttl: float,
+    kinesis: tuple[int, float, float] = (0, 0.0, 0.0),
 ) -> tuple[LocalStack, FakeArrayServer, FakeTransactionsServer]:
-    """moto with the TTL emulator, the fake Array and the fake transactions-service, not started."""
+    """moto with the TTL emulator, the fake Array and the fake transactions-service, not started.
+    `kinesis`: the shards of the Kinesis stream the table's changes go to (0: none), and the rates of
+    the duplicates and reorderings injected there."""
     from devstack.fake_array import FakeArrayServer  # noqa: PLC0415
     from devstack.fake_transactions import FakeTransactionsServer  # noqa: PLC0415
+    from devstack.kinesis_forwarder import Faults  # noqa: PLC0415
     from devstack.stack import LocalStack  # noqa: PLC0415
-    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from schema.clock import clock_from_settings  # noqa: PLC0415
 
+    shards, duplicates, reorders = kinesis
     stack = LocalStack(
         clock=clock_from_settings(clock),
         region=settings.aws.region,
         table_name=table_name,
         port=ports["--port"],
         ttl_interval_seconds=ttl,
+        kinesis_shards=shards,
+        kinesis_faults=Faults(duplicate_rate=duplicates, reorder_rate=reorders),
     )
     # Every account exists at the fake Array until its first delete, so that cleanups of rows written
     # straight to the table (the simulator's planted anomalies) find their accounts, as in production.
@@ -166,6 +182,24 @@ def _parts(
         every_account_exists=True,
     )
     return stack, array, FakeTransactionsServer(port=ports["--transactions-port"])
+
+
+def lake_root(root: str) -> str:
+    """The lake root as every shell should see it: an s3:// root as given, a folder made absolute."""
+    return root if "://" in root else str(Path(root).resolve())
+
+
+def _where_it_keeps(settings: Settings) -> dict[str, str]:
+    """The lake and the state folder, exported absolute: a command run from another folder uses these,
+    not a var/ of its own."""
+    return {
+        "ENTITLEMENTS_LAKE__ROOT": lake_root(settings.lake.root),
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(settings.consumer.state_dir.resolve()),
+    }
+
+
+def _exports(environment: dict[str, str]) -> str:
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in environment.items())
 
 
 def _refuse_early(ports: dict[str, int], env_file: Path | None) -> None:
@@ -179,7 +213,7 @@ def _refuse_early(ports: dict[str, int], env_file: Path | None) -> None:
 
 
 def _print_endpoints(
-    endpoints: StackEndpoints, clock_settings: ClockSettings, urls: tuple[str, str, str | None]
+    endpoints: StackEndpoints, clock_settings: ClockSettings, urls: tuple[str, str, str | None], lake: str
 ) -> None:
     array_url, transactions_url, service_url = urls
     typer.echo(f"moto (DynamoDB, Streams, SQS, SNS, S3, CloudWatch): {endpoints.endpoint_url}")
@@ -187,12 +221,17 @@ def _print_endpoints(
     if endpoints.table_name is not None:
         typer.echo(f"table: {endpoints.table_name}")
         typer.echo(f"stream: {endpoints.stream_arn}")
+    if endpoints.kinesis_stream_arn is not None:
+        typer.echo(
+            f"kinesis stream (the table's changes, Kinesis's envelope): {endpoints.kinesis_stream_arn}"
+        )
     speed = f" (simulated clock x{clock_settings.speed})" if clock_settings.start else ""
     typer.echo(f"ttl emulator: running{speed}")
     typer.echo(f"fake Array: {array_url}")
     typer.echo(f"fake transactions-service: {transactions_url}")
     if service_url is not None:
         typer.echo(f"entitlements service: {service_url} (OpenAPI: {service_url}/docs)")
+    typer.echo(f"lake (the service's outcomes; consume lands the stream there): {lake}")
 
 
 def _service_metrics(settings: Settings) -> contextlib.AbstractContextManager[object]:
@@ -204,6 +243,12 @@ def _service_metrics(settings: Settings) -> contextlib.AbstractContextManager[ob
     return telemetry.running_metrics(
         metrics, process="service", port=metrics.service_port, variable="ENTITLEMENTS_METRICS__SERVICE_PORT"
     )
+
+
+def _load_settings() -> Settings:
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
+
+    return load_settings()
 
 
 @app.command("up")
@@ -252,12 +297,30 @@ def up(
     env_file: Annotated[
         Path | None, typer.Option(help="Also write the exports to this file (mode 0600).")
     ] = None,
+    kinesis_shards: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=64,
+            help="Also forward the table's changes to a Kinesis stream of this many shards, as Kinesis "
+            "Data Streams for DynamoDB would (0: none).",
+        ),
+    ] = 0,
+    kinesis_duplicates: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="With --kinesis-shards: the rate of duplicated changes.")
+    ] = 0.0,
+    kinesis_reorders: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="With --kinesis-shards: the rate of an item's changes put out of order."
+        ),
+    ] = 0.0,
 ) -> None:
     """Run moto + the TTL emulator (+ the table), the fake Array and transactions-service (+ the
     entitlements service) on 127.0.0.1 until Ctrl-C or SIGTERM. A port already in use is refused before
     anything starts; a stop asked for while starting stops what has started."""
     configure_logging()
-    settings = load_settings()
+    settings = _load_settings()
     port_wanted = settings.service.port if service_port is None else service_port
     ports = {"--port": port, "--array-port": array_port, "--transactions-port": transactions_port}
     serving = service and table
@@ -277,6 +340,7 @@ def up(
         ports,
         table_name=settings.consumer.table_name if table else None,
         ttl=ttl_interval,
+        kinesis=(kinesis_shards, kinesis_duplicates, kinesis_reorders),
     )
     stop = threading.Event()
     started = threading.Event()
@@ -304,15 +368,20 @@ def up(
             )
             service_url = running.enter_context(local_service(local, port=port_wanted)).url
             running.enter_context(_service_metrics(settings))
-        exports = "".join(
-            f"export {name}={shlex.quote(value)}\n"
-            for name, value in stack_environment(
+        exports = _exports(
+            stack_environment(
                 endpoints, clock_settings, array_url=array.url, transactions_url=transactions.url
-            ).items()
+            )
+            | (kept := _where_it_keeps(settings))
         )
         if env_file is not None:
             _write_private(env_file, exports)
-        _print_endpoints(endpoints, clock_settings, (array.url, transactions.url, service_url))
+        _print_endpoints(
+            endpoints,
+            clock_settings,
+            (array.url, transactions.url, service_url),
+            kept["ENTITLEMENTS_LAKE__ROOT"],
+        )
         typer.echo("# export these in other shells:")
         typer.echo(exports, nl=False)
         typer.echo("# Ctrl-C to stop", err=True)

@@ -23,9 +23,9 @@ from typing import Annotated
 
 import typer
 
-from analytics.lake import lake_from_settings
-from analytics.mining import MiningFormat, load_reports, render_mining, report_charts, run_report
-from config import load_settings
+# Only the formats and the report definitions at import: `mine --help` and `mine --list` load neither
+# the lake stack nor matplotlib (the run imports them).
+from analytics.mining import MiningFormat, load_reports
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
 from entitlements.commands.lake import _instant
@@ -63,6 +63,10 @@ def mine_command(
     ] = None,
 ) -> None:
     """Run a mining report over the lake (`--list` names them)."""
+    from analytics.lake import lake_from_settings  # noqa: PLC0415 (kept off --help)
+    from analytics.mining import render_mining, report_charts, run_report  # noqa: PLC0415
+    from config import load_settings  # noqa: PLC0415
+
     configure_logging("WARNING")
     if list_reports:
         sys.stdout.write(_list())

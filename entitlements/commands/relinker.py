@@ -20,7 +20,6 @@ from typing import Annotated
 
 import typer
 
-from config import load_settings
 from entitlements._logging import configure_logging
 
 # The service's parts are imported by each command as it runs, so that `--help` stays fast.
@@ -36,10 +35,14 @@ def relinker() -> None:
 @app.command()
 def setup() -> None:
     """Create (or bring up to date) the relink job queue and its dead-letter queue; print their URLs."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
+    from entitlements._clients import bounded_calls  # noqa: PLC0415
 
     configure_logging()
-    queues = compose.setup_relink_queues(load_settings())
+    settings = load_settings()
+    with bounded_calls():  # a silent endpoint: one line within seconds, not minutes of retries
+        queues = compose.setup_relink_queues(settings)
     typer.echo(f"relink queue: {queues.queue_url}")
     typer.echo(f"dead-letter queue: {queues.dlq_url}")
 
@@ -52,11 +55,10 @@ def enqueue(
     ] = False,
 ) -> None:
     """Send one relink job per chosen user (or per user holding an Active row)."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
-    from entitlements._clients import aws_client  # noqa: PLC0415
-    from service.dynamo import EntitlementTable  # noqa: PLC0415
-    from service.ids import USER_ID_RULE, is_user_id  # noqa: PLC0415
-    from service.relinker import enqueue_relinks  # noqa: PLC0415
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
+    from service import USER_ID_RULE, EntitlementTable, enqueue_relinks, is_user_id  # noqa: PLC0415
 
     configure_logging()
     if bool(user) == all_active:
@@ -69,13 +71,14 @@ def enqueue(
         )
         raise typer.Exit(2)
     settings = load_settings()
-    sqs, url = compose.relink_queue(settings)
-    if all_active:
-        dynamodb = aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS)
-        users = EntitlementTable(dynamodb, settings.consumer.table_name).active_user_ids()
-        sent = enqueue_relinks(sqs, url, users)
-    else:
-        sent = enqueue_relinks(sqs, url, user or [])
+    with bounded_calls():  # sends and a table scan, no long poll: a silent endpoint is one line
+        sqs, url = compose.relink_queue(settings)
+        if all_active:
+            dynamodb = aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS)
+            users = EntitlementTable(dynamodb, settings.consumer.table_name).active_user_ids()
+            sent = enqueue_relinks(sqs, url, users)
+        else:
+            sent = enqueue_relinks(sqs, url, user or [])
     typer.echo(f"enqueued {sent} relink job(s)")
 
 
@@ -87,6 +90,7 @@ def run(
     max_seconds: Annotated[float, typer.Option(help="With --drain: give up after this long.")] = 600.0,
 ) -> None:
     """Run relink jobs: arraylink for each, its outcome in the lake, then the job acknowledged."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
 
     configure_logging()

@@ -28,16 +28,84 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from config import Settings, load_settings
 from entitlements._logging import configure_logging
-from entitlements._progress import progress
+from entitlements._progress import LINE_SECONDS, progress
 
 if TYPE_CHECKING:  # the simulator and the service are imported when the command runs: --help stays fast
+    from config import Settings
     from devstack.direct_writes import DirectWrites
     from devstack.service_workload import WorkloadSummary
-    from devstack.simulator import SimulationConfig
+    from devstack.workload import Answered, EntitlementOperations, SimulationConfig
 
 app = typer.Typer()
+
+_DOWNSTREAMS = (
+    "Array (ENTITLEMENTS_ARRAY__BASE_URL) and transactions-service "
+    "(ENTITLEMENTS_SERVICE__TRANSACTIONS_BASE_URL)"
+)
+
+
+class _CountedOperations:
+    """The in-process service, counting the operations it could not complete (a downstream kept
+    failing: `OperationAnswer.UNAVAILABLE`, the 503 of the HTTP API), which the simulator's summary folds into
+    its refusals."""
+
+    def __init__(self, service: EntitlementOperations) -> None:
+        self._service = service
+        self.unavailable = 0
+
+    def _counted(self, answered: Answered) -> Answered:
+        from devstack.workload import OperationAnswer  # noqa: PLC0415
+
+        self.unavailable += answered.answer is OperationAnswer.UNAVAILABLE
+        return answered
+
+    def signup(self, user_id: str) -> Answered:
+        return self._counted(self._service.signup(user_id))
+
+    def cancel(self, user_id: str) -> Answered:
+        return self._counted(self._service.cancel(user_id))
+
+    def reactivate(self, user_id: str) -> Answered:
+        return self._counted(self._service.reactivate(user_id))
+
+    def second_signup(self, user_id: str) -> Answered:
+        return self._counted(self._service.second_signup(user_id))
+
+    def relink(self, user_id: str) -> Answered:
+        return self._counted(self._service.relink(user_id))
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def _refuse_a_failed_run(*, sent: int, no_answer: int, server_errors: int, service_url: str | None) -> None:
+    """A workload the service did not take is not a success: one line on stderr (after the summary on
+    stdout, which counts what happened) and a non-zero exit. 2 when no request got any answer (the
+    service is not there), 1 when some operations failed on the service's side (5xx: a downstream of
+    the service kept failing), as a verdict."""
+    if sent and no_answer == sent:
+        where = _origin(service_url) if service_url else "the in-process service"
+        typer.echo(
+            f"entitlements: simulate: none of the {sent} requests got an answer from {where}: is the "
+            "service running there? (--service-url names it; without it one starts in this process)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    failed = no_answer + server_errors
+    if failed:
+        typer.echo(
+            f"entitlements: simulate: {failed} of {sent} operations failed ({no_answer} with no answer, "
+            f"{server_errors} the service could not complete, its 503: a downstream kept failing): check "
+            f"{_DOWNSTREAMS} "
+            "and the service's log; the summary counts them",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -115,14 +183,17 @@ def simulate(
     ] = None,
 ) -> None:
     """Send the service's workload (through the service with --clients, else to the table); print a
-    summary (counts only) as JSON."""
+    summary (counts only) as JSON. Exits 1 when operations failed on the service's side (answered 5xx,
+    or no answer), 2 when the service never answered at all."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from devstack.direct_writes import DirectWrites  # noqa: PLC0415
-    from devstack.simulator import Mix, SimulationConfig, run_simulation  # noqa: PLC0415
+    from devstack.simulator import run_simulation  # noqa: PLC0415
+    from devstack.workload import Mix, SimulationConfig  # noqa: PLC0415
     from entitlements import compose  # noqa: PLC0415
     from entitlements._clients import aws_client  # noqa: PLC0415
-    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from schema.clock import clock_from_settings  # noqa: PLC0415
 
-    configure_logging()
+    configure_logging("WARNING")  # the summary and a failed run's line say what the run did
     settings = load_settings()
     try:
         config = SimulationConfig(
@@ -162,24 +233,37 @@ def simulate(
 
         with (
             in_process_service(settings) as service,
-            progress("simulating: operations through the service", total=config.operations) as bar,
+            progress(
+                "simulating: operations through the service", total=config.operations, every=LINE_SECONDS
+            ) as bar,
         ):
+            counted = _CountedOperations(service)
             summary = run_simulation(
-                config, table, clock_from_settings(settings.clock), service=service, progress=bar.at
+                config, table, clock_from_settings(settings.clock), service=counted, progress=bar.at
             )
+        no_answer, server_errors, sent = 0, counted.unavailable, sum(summary.operations.values())
     else:
-        summary = _through_the_service(
-            settings,
-            config,
-            table,
-            clients=clients,
-            service_url=service_url,
-            unguarded=unguarded_links,
-            concurrent_same_user=concurrent_same_user,
+        # The workload reports no counts while it runs: a spinner on a terminal, else a line every
+        # few seconds, so that a long run is never minutes of silence.
+        with progress(f"simulating: requests from {clients} clients", every=LINE_SECONDS):
+            summary = _through_the_service(
+                settings,
+                config,
+                table,
+                clients=clients,
+                service_url=service_url,
+                unguarded=unguarded_links,
+                concurrent_same_user=concurrent_same_user,
+            )
+        no_answer = summary.transport_errors
+        server_errors = sum(
+            count for by in summary.answers.values() for status, count in by.items() if status[0] == "5"
         )
+        sent = no_answer + sum(sum(by.values()) for by in summary.answers.values())
     if summary_json is not None:
         _write_private(summary_json, json.dumps(summary.to_json(include_keys=True), indent=2) + "\n")
     typer.echo(json.dumps(summary.to_json(include_keys=False), indent=2))
+    _refuse_a_failed_run(sent=sent, no_answer=no_answer, server_errors=server_errors, service_url=service_url)
 
 
 def _through_the_service(
@@ -195,7 +279,7 @@ def _through_the_service(
     from devstack.planted_faults import FaultKind, plant_faults  # noqa: PLC0415
     from devstack.service_workload import WorkloadConfig, run_service_workload  # noqa: PLC0415
     from entitlements._workload import local_service  # noqa: PLC0415 (the service's stack, only here)
-    from pipeline.clock import clock_from_settings  # noqa: PLC0415
+    from schema.clock import clock_from_settings  # noqa: PLC0415
 
     # The anomalies a workload through the service cannot produce: planted by direct writes.
     direct_write_faults = (

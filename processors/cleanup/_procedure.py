@@ -1,15 +1,21 @@
 """One attempt at one cleanup, shared by the stream handler and the retry worker:
 
-1. the in-use guard: GSI1 lists the rows naming the account; an Active one refuses the delete (recorded);
-   an unreadable GSI1 parks the work (fail closed: never delete blind);
-2. the delete at Array, of the account the record names; 404 is success; 401/403 and exhausted transient
-   failures park; any other refusal is a terminal failure (recorded). Before the request is sent, the
-   expiry is noted durably (`DeletionNotes.note_sending`, write-ahead), and the attempt says so
-   (`AttemptResult.delete_sent`, carried by parked work). A 404 is this processor's delete
-   (`cleanup.deleted`) when a delete of the expiry was sent before (an earlier attempt's note or parked
-   work, or an unanswered request of this call), and `cleanup.already_deleted` otherwise (noted `GONE`).
-   Nothing else in this system deletes Array accounts (the service design), so an account gone after this
-   expiry's delete was sent is gone by that delete; `processors.cleanup._notes` states the rule in full;
+0. the expiry's note (`processors.cleanup._notes`): an attempt first claims the expiry (one attempt of
+   it at a time on the host; a second one parks, `in_flight`) and reads its note. A **final** note (the
+   expiry's final outcome, written before the outcome was handed on) ends the attempt without calling
+   Array: the same final outcome is recorded again (its id is per expiry, so it replaces itself) and the
+   rows are marked as after a delete. A crash replay, a replay after the lake failed and a doubled retry
+   message so make no second delete;
+1. the in-use guard: GSI1 lists the rows naming the account; an Active one refuses the delete (recorded,
+   noted final); an unreadable GSI1 parks the work (fail closed: never delete blind);
+2. the delete at Array, of the account the record names; 2xx is `cleanup.deleted`, 404 is
+   `cleanup.already_deleted` (success); 401/403 and exhausted transient failures park; any other
+   refusal is a terminal failure (recorded, noted final). The note says `SENDING` before the request
+   (unconfirmed: it may not leave), `SENT` once the request is known to have reached Array unanswered
+   (`AttemptResult.delete_sent`, carried by parked work), and the final outcome once it is known. The
+   404's detail says what came before it: `earlier_attempt` (a confirmed earlier request),
+   `earlier_request` (an unanswered request of this call), `unconfirmed_attempt` (a request that may
+   never have left), else `404`;
 3. after a delete (or a 404), each row naming the account that is not Removed is marked Removed with a
    conditional update; best effort: a failure is recorded, never retried.
 
@@ -20,17 +26,19 @@ it parks (`delete_budget`) and `entitlements_cleanup_deletes_held` rises.
 The attempt records its outcomes in an `AttemptResult` rather than emitting them, so that only one thread
 talks to the sink. The caller may stop waiting for an attempt (its flush's deadline): it then `close`s the
 result, takes the outcomes recorded so far (a delete already answered is not lost), and an attempt that
-carries on after that records nothing more and never starts a delete.
+carries on after that records nothing more and never starts a delete (its notes are still written: they
+are what a later attempt reads).
 """
 
 from __future__ import annotations
 
-__all__ = ["AttemptResult", "CleanupProcedure", "CredentialGate"]
+__all__ = ["AttemptResult", "CleanupProcedure", "CredentialGate", "final_note_of"]
 
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import telemetry
@@ -41,13 +49,13 @@ from adapters import (
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
-from pipeline.clock import Clock
 from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
-from processors.cleanup._notes import DeletionNotes, NoteState
+from processors.cleanup._notes import DeletionNotes, Note, NoteState
 from processors.cleanup._table import RowRef, find_rows_for_account, mark_row_removed
 from processors.cleanup._valve import DeleteValve
 from processors.cleanup._work import CleanupWork
+from schema.clock import Clock
 from schema.errors import RetryableError, TerminalError
 from schema.outcomes import OutcomeEvent, OutcomeKind, outcome_id
 from schema.table_writes import business_time
@@ -80,8 +88,8 @@ class AttemptResult:
     park_reason: str | None = None
     # Where the attempt is: "guard", "array", "mark", then "done" (the code of a deadline's park).
     stage: str = "start"
-    # A delete request of this attempt may have reached Array (set before it is sent): parked work
-    # carries it, so that the retry's 404 is reported as this processor's delete.
+    # A delete request of this attempt is known to have reached Array (answered, or unanswered after
+    # it was sent): parked work carries it, so that a retry's 404 says `earlier_attempt` on any host.
     delete_sent: bool = False
     closed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -104,14 +112,16 @@ class AttemptResult:
             self.stage = stage
             return True
 
-    def begin_delete(self, *, counts: bool = True) -> bool:
+    def begin_delete(self) -> bool:
         """About to send the delete; False once the caller has closed the result (then it is never
-        sent). `counts`: a 404 after it would be this processor's delete (not when noted `GONE`)."""
+        sent)."""
         with self._lock:
-            if self.closed:
-                return False
-            self.delete_sent = self.delete_sent or counts
-            return True
+            return not self.closed
+
+    def request_left(self) -> None:
+        """A delete request of this attempt reached Array (set whether or not the result is closed)."""
+        with self._lock:
+            self.delete_sent = True
 
     def close(self) -> tuple[list[OutcomeEvent], str]:
         """Stop recording; the outcomes so far and the stage the attempt had reached."""
@@ -137,6 +147,36 @@ def make_outcome(
         attempt=work.attempt,
         detail=detail,
     )
+
+
+# The outcome a final note records again.
+_FINAL_KINDS = {
+    NoteState.DELETED: OutcomeKind.CLEANUP_DELETED,
+    NoteState.GONE: OutcomeKind.CLEANUP_ALREADY_DELETED,
+    NoteState.REFUSED: OutcomeKind.CLEANUP_REFUSED_BY_GUARD,
+    NoteState.FAILED: OutcomeKind.CLEANUP_FAILED,
+}
+
+
+_FINAL_STATES = {kind: state for state, kind in _FINAL_KINDS.items()}
+
+
+def final_note_of(outcomes: list[OutcomeEvent]) -> Note | None:
+    """The final note the first final outcome among `outcomes` stands for; None when there is none."""
+    for outcome in outcomes:
+        if outcome.kind in _FINAL_STATES:
+            return Note(_FINAL_STATES[outcome.kind], outcome.detail)
+    return None
+
+
+def _final_carried_by(work: CleanupWork) -> Note | None:
+    if work.final_state is None:
+        return None
+    try:
+        note = Note(NoteState(work.final_state), work.final_detail)
+    except ValueError:  # a word this version does not know: the notes and Array decide as usual
+        return None
+    return note if note.final else None
 
 
 class CleanupProcedure:
@@ -170,8 +210,8 @@ class CleanupProcedure:
         gate: CredentialGate | None = None,
         result: AttemptResult | None = None,
     ) -> AttemptResult:
-        """Guard, delete, mark. `deadline` (a `monotonic` instant) bounds the start of every call to
-        Array; past it the work parks (`budget`). Outcomes go to `result` (a new one by default)."""
+        """Note, guard, delete, mark. `deadline` (a `monotonic` instant) bounds the start of every call
+        to Array; past it the work parks (`budget`). Outcomes go to `result` (a new one by default)."""
         result = result if result is not None else AttemptResult()
         if self._past(deadline):
             result.park("budget")
@@ -181,80 +221,123 @@ class CleanupProcedure:
             return result
         if not result.enter("guard"):
             return result
+        with self._claim(work) as held:
+            if not held:  # another attempt of this expiry runs on this host: it does the work
+                result.park("in_flight")
+                return result
+            self._attempt_held(work, deadline, gate, result)
+        return result
+
+    def _attempt_held(
+        self, work: CleanupWork, deadline: float | None, gate: CredentialGate | None, result: AttemptResult
+    ) -> None:
+        note = self._read(work)
+        if not note.final:
+            note = _final_carried_by(work) or note
+        if note.final:
+            self._again(work, note, result)
+            return
         try:
             rows = find_rows_for_account(self._dynamodb, self._table_name, work.array_account_id)
         except GuardUnavailableError as failed:
             result.park(f"guard:{failed.code}")
-            return result
+            return
         if any(row.is_active for row in rows):
-            result.add(self.outcome(work, OutcomeKind.CLEANUP_REFUSED_BY_GUARD, "active_row"))
+            result.add(self._final(work, NoteState.REFUSED, "active_row"))
             result.enter("done")
-            return result
+            return
         if gate is not None and gate.code is not None:  # tripped while the guard read GSI1
             result.park(gate.code)
-            return result
+            return
         if self._past(deadline):  # the guard's read took the time left: never start a delete late
             result.park("budget")
-            return result
+            return
         if self._valve.shadow:  # recorded, never sent: the row stays as it is
             result.add(self.outcome(work, OutcomeKind.CLEANUP_WOULD_DELETE, "shadow"))
             result.enter("done")
-            return result
+            return
         if not self._valve.take():  # parked, so the retry worker sends it once the hour allows
             telemetry.cleanup_delete_held()
             result.park("delete_budget")
-            return result
+            return
         if not result.enter("array"):
-            return result
-        final = self._delete(work, deadline, gate, result)
+            return
+        final = self._delete(work, note.state, deadline, gate, result)
         if final is None:
             result.enter("done")
-            return result
+            return
         result.add(final)
         if result.enter("mark"):
             result.add(self._mark(work, rows))
             result.enter("done")
-        return result
+
+    def _again(self, work: CleanupWork, note: Note, result: AttemptResult) -> None:
+        """The expiry's final outcome is noted: record it again, and after a delete mark the rows (a
+        replay's outcomes were lost with the lake's buffer, its mark may never have run)."""
+        kind = _FINAL_KINDS[note.state]
+        result.add(self.outcome(work, kind, note.detail))
+        if kind not in (OutcomeKind.CLEANUP_DELETED, OutcomeKind.CLEANUP_ALREADY_DELETED):
+            result.enter("done")
+            return
+        if not result.enter("mark"):
+            return
+        try:
+            rows = find_rows_for_account(self._dynamodb, self._table_name, work.array_account_id)
+        except GuardUnavailableError as failed:
+            result.add(self.outcome(work, OutcomeKind.CLEANUP_MARK_FAILED, f"guard:{failed.code}"))
+        else:
+            result.add(self._mark(work, rows))
+        result.enter("done")
 
     def _past(self, deadline: float | None) -> bool:
         return deadline is not None and self._monotonic() >= deadline
 
     def _delete(
-        self, work: CleanupWork, deadline: float | None, gate: CredentialGate | None, result: AttemptResult
+        self,
+        work: CleanupWork,
+        noted: NoteState,
+        deadline: float | None,
+        gate: CredentialGate | None,
+        result: AttemptResult,
     ) -> OutcomeEvent | None:
         """The outcome of the delete when it succeeded; None when it parked or failed (already recorded).
 
-        Write-ahead: the expiry is noted before the request is sent, so that a crash anywhere after the
-        request left leaves the note (a crash before the note means no request was sent)."""
-        noted = self._noted(work)
-        sent_before = noted is NoteState.SENT or (work.delete_sent and noted is not NoteState.GONE)
-        if noted is not NoteState.GONE:  # once gone before our first delete, a 404 stays not ours
-            self._note(work, "sending")
-        if not result.begin_delete(counts=noted is not NoteState.GONE):
+        `SENDING` is noted before the request (unconfirmed: it may not leave), `SENT` once it is known
+        to have reached Array unanswered, the final outcome as soon as it is known."""
+        if noted is NoteState.NONE:
+            self._note(work, NoteState.SENDING)
+        if not result.begin_delete():
             return None  # the caller stopped waiting: never start a delete late
+        confirmed_before = noted is NoteState.SENT or work.delete_sent
         try:
             self._array.delete_user(work.array_account_id, deadline=deadline)
         except ErrArrayUserAlreadyDeleted as gone:
-            if sent_before:  # this processor's earlier delete, whose outcome a crash (or park) lost
-                return self.outcome(work, OutcomeKind.CLEANUP_DELETED, "earlier_attempt")
-            if gone.after_unanswered:  # this call's earlier request was the delete
-                return self.outcome(work, OutcomeKind.CLEANUP_DELETED, "earlier_request")
-            if noted is not NoteState.GONE:
-                self._note(work, "gone")
-            return self.outcome(work, OutcomeKind.CLEANUP_ALREADY_DELETED, ErrArrayUserAlreadyDeleted.code)
+            if confirmed_before:  # most likely this processor's earlier request, whose answer was lost
+                detail = "earlier_attempt"
+            elif gone.after_unanswered:  # this call's earlier request may have been the delete
+                detail = "earlier_request"
+            elif noted is NoteState.SENDING:  # an earlier request may never have left
+                detail = "unconfirmed_attempt"
+            else:
+                detail = ErrArrayUserAlreadyDeleted.code
+            return self._final(work, NoteState.GONE, detail)
         except ArrayCredentialError as failed:
             if gate is not None:
                 gate.trip(failed.code)
             result.park(failed.code)
             return None
         except ArrayTransientError as failed:
+            if failed.unanswered:  # a request reached Array and may have been applied unseen
+                result.request_left()
+                if noted is not NoteState.SENT:
+                    self._note(work, NoteState.SENT)
             result.park(failed.code)
             return None
         except ArrayRequestRejected as failed:
-            result.add(self.outcome(work, OutcomeKind.CLEANUP_FAILED, failed.code))
+            result.add(self._final(work, NoteState.FAILED, failed.code))
             return None
         except TerminalError as failed:
-            result.add(self.outcome(work, OutcomeKind.CLEANUP_FAILED, type(failed).__name__))
+            result.add(self._final(work, NoteState.FAILED, type(failed).__name__))
             return None
         except RetryableError as failed:
             result.park(type(failed).__name__)
@@ -263,32 +346,48 @@ class CleanupProcedure:
             logger.warning("unexpected Array client error", extra={"code": type(failed).__name__})
             result.park(type(failed).__name__)
             return None
-        if noted is NoteState.GONE:  # the account came back and is now deleted by us
-            self._note(work, "sending")
-        return self.outcome(work, OutcomeKind.CLEANUP_DELETED)
+        return self._final(work, NoteState.DELETED, None)
 
-    def _note(self, work: CleanupWork, what: str) -> None:
-        """Write the expiry's note. A note that cannot be written does not stop the delete (the
-        cleanup is what matters; parked work still carries `delete_sent`): only a crash replay's report
-        of it is weaker."""
+    def _final(self, work: CleanupWork, state: NoteState, detail: str | None) -> OutcomeEvent:
+        """The expiry's final outcome, noted before it is handed on: a later attempt finds it."""
+        self._note(work, state, detail)
+        return self.outcome(work, _FINAL_KINDS[state], detail)
+
+    @contextmanager
+    def _claim(self, work: CleanupWork) -> Iterator[bool]:
+        if self._notes is None:
+            yield True
+            return
+        try:
+            claim = self._notes.claim(work.source_event_id)
+            held = claim.__enter__()
+        except OSError as failed:  # the notes folder is unusable: the cleanup is what matters
+            logger.warning("cleanup claim not taken", extra={"code": type(failed).__name__})
+            yield True
+            return
+        try:
+            yield held
+        finally:
+            claim.__exit__(None, None, None)
+
+    def _note(self, work: CleanupWork, state: NoteState, detail: str | None = None) -> None:
+        """Write the expiry's note. A note that cannot be written does not stop the cleanup (parked
+        work still carries `delete_sent`): only a later attempt's skip and its 404's detail are weaker."""
         if self._notes is None:
             return
         try:
-            if what == "gone":
-                self._notes.note_gone(work.source_event_id)
-            else:
-                self._notes.note_sending(work.source_event_id)
+            self._notes.note(work.source_event_id, state, detail)
         except OSError as failed:
             logger.warning("deletion note not written", extra={"code": type(failed).__name__})
 
-    def _noted(self, work: CleanupWork) -> NoteState:
+    def _read(self, work: CleanupWork) -> Note:
         if self._notes is None:
-            return NoteState.NONE
+            return Note(NoteState.NONE)
         try:
-            return self._notes.state(work.source_event_id)
+            return self._notes.read(work.source_event_id)
         except OSError as failed:
             logger.warning("deletion notes unreadable", extra={"code": type(failed).__name__})
-            return NoteState.NONE
+            return Note(NoteState.NONE)
 
     def _mark(self, work: CleanupWork, rows: list[RowRef]) -> OutcomeEvent:
         if not rows:

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pipeline.clock import Clock
 from processors.cleanup._clients import DynamoDBClient
 from processors.cleanup._errors import GuardUnavailableError
 from processors.cleanup._table import find_rows_for_account, mark_row_removed
+from schema.clock import Clock
 from schema.table_writes import business_time
 
 

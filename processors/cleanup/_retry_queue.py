@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "DEFAULT_RETRY_DLQ_NAME",
     "DEFAULT_RETRY_QUEUE_NAME",
+    "MAYBE_TAKEN_CODES",
     "RETENTION_SECONDS",
     "RetryQueues",
     "SqsAdminClient",
@@ -36,6 +37,9 @@ DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
 RETENTION_SECONDS = 14 * 24 * 3600  # 1,209,600: SQS's maximum
 MAX_DELAY_SECONDS = 900  # SQS's maximum DelaySeconds
 _SQS_MAX_BATCH = 10
+# botocore's errors for a request that was sent and got no answer: SQS may have taken the messages (the
+# stream handler counts such a send as sent; the retry worker keeps the message it re-parked instead).
+MAYBE_TAKEN_CODES = frozenset({"ReadTimeoutError", "ConnectionClosedError"})
 
 
 # What SQS counts on a queue, by the name the project gives each count.

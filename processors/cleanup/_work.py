@@ -38,6 +38,11 @@ class CleanupWork(BaseModel):
     # A delete for this expiry was sent by an earlier attempt (its answer unknown, or not the last):
     # a 404 now is this processor's delete (see `processors.cleanup._notes`), on whichever host.
     delete_sent: bool = False
+    # The expiry's final note, when an earlier attempt knew it (a `NoteState` value and its detail): work
+    # parked after its delete was answered, only for its rows' mark (the flush's deadline came first). A
+    # retry records the same outcome again and marks, and calls Array for nothing, on whichever host.
+    final_state: str | None = None
+    final_detail: str | None = None
 
     @property
     def context(self) -> RecordContext:

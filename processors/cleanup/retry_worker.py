@@ -1,18 +1,23 @@
 """The retry worker: drains the cleanup retry queue.
 
 Each parked message is one `CleanupWork`. The worker records a `cleanup.retried` outcome, then runs the same
-procedure as the stream handler (guard, delete, mark the row), so a parked delete that succeeds also marks
-the row. Work that still cannot finish is re-sent as a new message (attempt + 1, with a growing delay) and a
-`cleanup.parked` outcome is recorded. A message is deleted only after its outcomes were handed to the sink
-and, when given, `flush_outcomes` returned: a crash in between redelivers it, and a redelivery is safe
-(a step's outcome id is deterministic per attempt and a final outcome's per expiry, so the redelivery
-replaces what it repeats; a repeat delete answers 404, which is success).
+procedure as the stream handler (note, guard, delete, mark the row), so a parked delete that succeeds also
+marks the row. Work that still cannot finish is re-sent as a new message (attempt + 1, with a growing
+delay) and a `cleanup.parked` outcome is recorded. A message is deleted only after its outcomes were handed
+to the sink and, when given, `flush_outcomes` returned: a crash in between redelivers it.
 
-A 404 is reported as this processor's delete (`cleanup.deleted`, detail `earlier_attempt`) when a delete
-of the expiry was sent before: the deletion notes (written before every request, on the host's state
-directory, shared with the consumer) say so, or the parked work does (`delete_sent`, set by whichever
-attempt sent one, so the rule holds for a worker on another host too). A redelivered message carries the
-`delete_sent` of its first receipt; its own attempt's delete was noted before it was sent.
+Nothing finished is done again. A message may arrive twice (SQS is at-least-once; the stream handler
+counts a send that timed out as sent; a re-park that timed out keeps the original message, which is then
+redelivered beside the copy that may have landed). Copies of one expiry received in the same pass run
+once (the others are acknowledged with it, or left with it); a copy received later finds the expiry's
+final note (`processors.cleanup._notes`, on the host's state folder, shared with the consumer) and
+records the same final outcome again without calling Array; a copy received while another attempt of the
+expiry runs on the host parks (`in_flight`). A step's outcome id is deterministic per attempt and a final
+outcome's per expiry, so what a copy repeats replaces itself.
+
+A 404 is `cleanup.already_deleted`; its detail says `earlier_attempt` when a request of the expiry was
+confirmed to have reached Array before: the notes say so, or the parked work does (`delete_sent`, set by
+whichever attempt sent one unanswered, so the rule holds for a worker on another host too).
 
 A message the worker cannot read is left alone: after the queue's `maxReceiveCount` receives, SQS moves it
 to the dead-letter queue.
@@ -35,19 +40,18 @@ from pydantic import ValidationError
 
 import telemetry
 from adapters import ArrayClient
-from pipeline.clock import Clock
+from adapters.sqs_runner import SqsRunner
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._notes import DeletionNotes
 from processors.cleanup._procedure import AttemptResult, CleanupProcedure, CredentialGate, make_outcome
 from processors.cleanup._retry_queue import MAX_DELAY_SECONDS, park_many, queue_counts
 from processors.cleanup._valve import DeleteValve
 from processors.cleanup._work import CleanupWork
-from schema.aws_errors import aws_error_code
+from schema.aws_errors import AwsRetryableError, AwsTerminalError, aws_error_code
+from schema.clock import Clock
 from schema.outcomes import OutcomeEvent, OutcomeKind, OutcomeSink
 
 logger = logging.getLogger(__name__)
-
-_SQS_MAX_BATCH = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,7 @@ class RetryWorker:
             raise ValueError("concurrency must be at least 1")
         self._sqs = sqs
         self._queue_url = queue_url
+        self._runner = SqsRunner(sqs, queue_url)
         self._sink = sink
         self._clock = clock
         self._flush_outcomes = flush_outcomes
@@ -124,14 +129,7 @@ class RetryWorker:
     def run_once(self) -> RetryPass:
         """Receive up to `messages_per_pass` messages (in SQS batches of 10), process them concurrently
         (at most `concurrency` at a time) under one time budget, then record and acknowledge them."""
-        messages: list[dict[str, Any]] = []
-        wait = self._wait_time
-        while len(messages) < self._per_pass:
-            batch = self._receive(min(_SQS_MAX_BATCH, self._per_pass - len(messages)), wait)
-            if not batch:
-                break
-            messages.extend(batch)
-            wait = 0
+        messages = [dict(message) for message in self._runner.receive_up_to(self._per_pass, self._wait_time)]
         if not messages:
             return RetryPass()
 
@@ -146,6 +144,8 @@ class RetryWorker:
             logger.warning(
                 "unreadable retry messages left for the dead-letter queue", extra={"count": malformed}
             )
+
+        parsed, copies = _one_per_expiry(parsed)
 
         # As in the stream handler, part of the budget is kept back for re-parking and marking.
         deadline = self._monotonic() + self._budget - min(2.0, self._budget * 0.2)
@@ -196,7 +196,9 @@ class RetryWorker:
             self._sink.add_outcome(outcome)
         if self._flush_outcomes is not None:
             self._flush_outcomes()
-        self._delete(done)
+        # A copy goes with the message it repeats: acknowledged with it, or left with it.
+        done.extend(copy for message in list(done) for copy in copies.get(id(message), ()))
+        self._runner.delete(done)  # one left behind is redelivered and redone safely (a repeat 404s)
         return RetryPass(
             received=len(messages), finished=finished, reparked=reparked, malformed=malformed, kept=kept
         )
@@ -238,8 +240,9 @@ class RetryWorker:
                 if measured_at is None or self._monotonic() - measured_at >= depth_every_seconds:
                     measured_at = self._monotonic()
                     self.queue_depth()
-            except (ClientError, BotoCoreError) as failed:
-                logger.warning("retry worker pass failed", extra={"code": aws_error_code(failed)})
+            except (ClientError, BotoCoreError, AwsRetryableError, AwsTerminalError) as failed:
+                code = failed.code if isinstance(failed, AwsRetryableError | AwsTerminalError) else None
+                logger.warning("retry worker pass failed", extra={"code": code or aws_error_code(failed)})
                 stop.wait(5.0)
                 continue
             if result.received == 0:
@@ -250,33 +253,6 @@ class RetryWorker:
         telemetry.retry_queue_depth(depth)
         return depth
 
-    def _receive(self, count: int, wait: int) -> list[dict[str, Any]]:
-        response = self._sqs.receive_message(
-            QueueUrl=self._queue_url,
-            MaxNumberOfMessages=count,
-            WaitTimeSeconds=wait,
-        )
-        return list(response.get("Messages", []))
-
-    def _delete(self, messages: list[dict[str, Any]]) -> None:
-        """Acknowledge handled messages, ten to a call. One left behind is redelivered and redone safely
-        (a repeat delete answers 404)."""
-        for start in range(0, len(messages), _SQS_MAX_BATCH):
-            chunk = messages[start : start + _SQS_MAX_BATCH]
-            try:
-                response = self._sqs.delete_message_batch(
-                    QueueUrl=self._queue_url,
-                    Entries=[
-                        {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
-                        for index, message in enumerate(chunk)
-                    ],
-                )
-            except (ClientError, BotoCoreError) as failed:
-                logger.warning("retry messages not acknowledged", extra={"code": aws_error_code(failed)})
-                continue
-            if response.get("Failed"):
-                logger.warning("retry messages not acknowledged", extra={"count": len(response["Failed"])})
-
     def _attempt(
         self, work: CleanupWork, deadline: float, gate: CredentialGate
     ) -> tuple[CleanupWork, AttemptResult]:
@@ -286,3 +262,28 @@ class RetryWorker:
         result = self._procedure.attempt(work, deadline=deadline, gate=gate)
         result.outcomes.insert(0, retried)
         return work, result
+
+
+def _one_per_expiry(
+    parsed: list[tuple[dict[str, Any], CleanupWork]],
+) -> tuple[list[tuple[dict[str, Any], CleanupWork]], dict[int, list[dict[str, Any]]]]:
+    """One message per expiry (its highest attempt, saying `delete_sent` if any copy does); the other
+    copies of it, by the kept message's id."""
+    groups: dict[str, list[tuple[dict[str, Any], CleanupWork]]] = {}
+    for pair in parsed:
+        groups.setdefault(pair[1].source_event_id, []).append(pair)
+    kept: list[tuple[dict[str, Any], CleanupWork]] = []
+    copies: dict[int, list[dict[str, Any]]] = {}
+    for group in groups.values():
+        message, work = max(group, key=lambda pair: pair[1].attempt)
+        if any(other.delete_sent for _message, other in group):
+            work = work.model_copy(update={"delete_sent": True})
+        kept.append((message, work))
+        if len(group) > 1:
+            copies[id(message)] = [other for other, _work in group if other is not message]
+    if copies:
+        logger.info(
+            "copies of one expiry in one pass run once",
+            extra={"copies": sum(len(others) for others in copies.values())},
+        )
+    return kept, copies

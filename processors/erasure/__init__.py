@@ -28,7 +28,7 @@ from processors.erasure._lake import LakeEraser
 from processors.erasure._ledger import LEDGER_DIR_NAME, ErasureLedger, erased_filter
 from processors.erasure._procedure import ErasureTargets
 from processors.erasure._setup import ErasureChannel, ensure_erasure_channel
-from processors.erasure._worker import ErasureWorker, OutcomeRecorder
+from processors.erasure._worker import ErasureWorker
 
 __all__ = [
     "LEDGER_DIR_NAME",
@@ -41,7 +41,6 @@ __all__ = [
     "ErasureTimeoutError",
     "ErasureWorker",
     "LakeEraser",
-    "OutcomeRecorder",
     "checked_timings",
     "ensure_erasure_channel",
     "erased_filter",

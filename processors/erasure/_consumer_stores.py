@@ -19,19 +19,23 @@ the same way.
 
 A file that cannot be read or written (a full disk, a read-only state directory) raises
 `ErasureStateError`, retryable: the ERASE is left for SQS to redeliver.
+
+One erasure or one verifier's scan serves a batch of users: each store is read once for all of them,
+and what was removed or found is told per user (`KeysByUser`: a record naming two of them counts for
+each), so each erasure's receipt says what was removed of that user.
 """
 
 from __future__ import annotations
 
-__all__ = ["LEFTOVER_AGE_SECONDS", "ConsumerStores", "StoreCounts"]
+__all__ = ["LEFTOVER_AGE_SECONDS", "SCANNED_STORES", "ConsumerStores", "StoreCounts"]
 
 import base64
 import binascii
 import logging
 import re
 import time
-from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -40,7 +44,7 @@ from pipeline.dead_letter import DeadLetters
 from pipeline.parking import ParkedBatch, ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure._errors import state_files
-from processors.erasure._record_match import ErasedKeys
+from processors.erasure._record_match import ErasedKeys, KeysByUser
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ LEFTOVER_AGE_SECONDS = 300.0
 _LEFTOVER_PATTERN = ".*.tmp"
 # A JSON string of base64 text, long enough to hold a record (a stored record's `raw_base64`).
 _BASE64_TEXT = re.compile(rb'"([A-Za-z0-9+/]{16,}={0,2})')
+SCANNED_STORES: tuple[str, ...] = ("quarantine", "dead_letters", "parked", "leftover_files")
 
 
 class _Stored(Protocol):
@@ -80,12 +85,46 @@ class _RecordStore(Protocol[_R]):
 
 @dataclass(frozen=True, slots=True)
 class StoreCounts:
+    """What an erasure removed: in all, and per user in `by_user` (a record naming two users of the
+    batch counts for each)."""
+
     quarantined_removed: int = 0
     parked_records_removed: int = 0
     parked_files_changed: int = 0
     dead_letters_removed: int = 0
     unreadable_files_removed: int = 0
     leftover_files_removed: int = 0
+    by_user: Mapping[str, StoreCounts] = field(default_factory=dict)
+
+
+class _Tally:
+    """Per-user counts of one erasure, by `StoreCounts` field name."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def add(self, owners: Iterable[str], counter: str, amount: int = 1) -> None:
+        for user_id in owners:
+            per_user = self.counts.setdefault(user_id, {})
+            per_user[counter] = per_user.get(counter, 0) + amount
+
+    def by_user(self) -> dict[str, StoreCounts]:
+        return {
+            user_id: StoreCounts(
+                quarantined_removed=counts.get("quarantined_removed", 0),
+                parked_records_removed=counts.get("parked_records_removed", 0),
+                parked_files_changed=counts.get("parked_files_changed", 0),
+                dead_letters_removed=counts.get("dead_letters_removed", 0),
+                unreadable_files_removed=counts.get("unreadable_files_removed", 0),
+                leftover_files_removed=counts.get("leftover_files_removed", 0),
+            )
+            for user_id, counts in self.counts.items()
+        }
+
+
+def _owners_in_file(keys: KeysByUser, data: bytes) -> frozenset[str]:
+    """The users a store file that cannot be read as a document names (`_names_in_file`, per user)."""
+    return keys.owners(lambda each: _names_in_file(each, data))
 
 
 def _names_in_file(keys: ErasedKeys, data: bytes) -> bool:
@@ -114,7 +153,7 @@ def _unlisted(root: Path, listed: Collection[Path]) -> Iterator[Path]:
             yield path
 
 
-def _unreadable_removed(root: Path, keys: ErasedKeys, listed: Collection[Path]) -> int:
+def _unreadable_removed(root: Path, keys: KeysByUser, listed: Collection[Path], tally: _Tally) -> int:
     """The store files the store did not list, matched whole; those naming a key are removed."""
     removed = 0
     for path in _unlisted(root, listed):
@@ -122,9 +161,11 @@ def _unreadable_removed(root: Path, keys: ErasedKeys, listed: Collection[Path]) 
             data = path.read_bytes()
         except FileNotFoundError:
             continue
-        if _names_in_file(keys, data):
+        owners = _owners_in_file(keys, data)
+        if owners:
             path.unlink(missing_ok=True)
             removed += 1
+            tally.add(owners, "unreadable_files_removed")
     return removed
 
 
@@ -157,19 +198,31 @@ class ConsumerStores:
         """The deployed stores, where the consumer keeps them."""
         return cls(consumer.quarantine_dir, consumer.parked_dir, consumer.dead_letter_dir)
 
-    def erase(self, user_ids: Collection[str], *, array_account_ids: Iterable[str] = ()) -> StoreCounts:
-        """Remove these users' records from every store. `array_account_ids`: the Array accounts the
-        erasure found in their rows, matched too in records that do not decode. Idempotent."""
-        keys = ErasedKeys.of(user_ids, array_account_ids)
+    def erase(
+        self, user_ids: Collection[str], *, array_account_ids: Mapping[str, Iterable[str]] | None = None
+    ) -> StoreCounts:
+        """Remove these users' records from every store. `array_account_ids`: per user, the Array
+        accounts the erasure found in their rows, matched too (as that user's) in records that do not
+        decode. Idempotent."""
+        keys = KeysByUser.of(user_ids, array_account_ids)
         if not keys:
             return StoreCounts()
+        tally = _Tally()
         with state_files("consumer-stores"):
-            quarantined, unreadable_q = self._erase_records(self._quarantine, keys)
-            dead, unreadable_d = self._erase_records(self._dead_letters, keys)
-            removed, changed, unreadable_p = self._erase_parked(keys)
-            leftovers = self._erase_leftovers(keys)
+            quarantined, unreadable_q = self._erase_records(
+                self._quarantine, keys, tally, "quarantined_removed"
+            )
+            dead, unreadable_d = self._erase_records(self._dead_letters, keys, tally, "dead_letters_removed")
+            removed, changed, unreadable_p = self._erase_parked(keys, tally)
+            leftovers = self._erase_leftovers(keys, tally)
         counts = StoreCounts(
-            quarantined, removed, changed, dead, unreadable_q + unreadable_d + unreadable_p, leftovers
+            quarantined,
+            removed,
+            changed,
+            dead,
+            unreadable_q + unreadable_d + unreadable_p,
+            leftovers,
+            tally.by_user(),
         )
         if quarantined or removed or dead or counts.unreadable_files_removed or leftovers:
             logger.info(
@@ -185,35 +238,47 @@ class ConsumerStores:
             )
         return counts
 
-    def _erase_leftovers(self, keys: ErasedKeys) -> int:
+    def _erase_leftovers(self, keys: KeysByUser, tally: _Tally) -> int:
         older_than = time.time() - LEFTOVER_AGE_SECONDS  # file times are the file system's clock
         removed = 0
         for root in self._roots:
             for path, data in _leftovers(root, older_than=older_than):
-                if _names_in_file(keys, data):
+                owners = _owners_in_file(keys, data)
+                if owners:
                     path.unlink(missing_ok=True)
                     removed += 1
+                    tally.add(owners, "leftover_files_removed")
         return removed
 
     def scan(self, user_id: str) -> dict[str, int]:
-        """The verifier's scan, per store (`quarantine`, `dead_letters`, `parked`, `leftover_files`): 1
-        when the store still holds a record of the user (each store stops at its first), else 0."""
-        keys = ErasedKeys.of((user_id,))
+        """`scan_for` of one user."""
+        return self.scan_for((user_id,)).get(user_id, dict.fromkeys(SCANNED_STORES, 0))
+
+    def scan_for(self, user_ids: Collection[str]) -> dict[str, dict[str, int]]:
+        """The verifier's scan of a batch, each store read once: per user, per store (`quarantine`,
+        `dead_letters`, `parked`, `leftover_files`), how many records (files, for leftovers) of the
+        user the store still holds."""
+        keys = KeysByUser.of(user_ids)
+        found = {user_id: dict.fromkeys(SCANNED_STORES, 0) for user_id in keys.each}
         if not keys:
-            return dict.fromkeys(("quarantine", "dead_letters", "parked", "leftover_files"), 0)
+            return found
+
+        def count(store: str) -> Callable[[Iterable[str]], None]:
+            def add(owners: Iterable[str]) -> None:
+                for user_id in owners:
+                    found[user_id][store] += 1
+
+            return add
+
         with state_files("consumer-stores-read"):
-            return {
-                "quarantine": int(self._records_hold(self._quarantine, keys)),
-                "dead_letters": int(self._records_hold(self._dead_letters, keys)),
-                "parked": int(self._parked_holds(keys)),
-                "leftover_files": int(
-                    any(
-                        _names_in_file(keys, data)
-                        for root in self._roots
-                        for _, data in _leftovers(root, older_than=None)
-                    )
-                ),
-            }
+            self._records_scanned(self._quarantine, keys, count("quarantine"))
+            self._records_scanned(self._dead_letters, keys, count("dead_letters"))
+            self._parked_scanned(keys, count("parked"))
+            leftover = count("leftover_files")
+            for root in self._roots:
+                for _, data in _leftovers(root, older_than=None):
+                    leftover(_owners_in_file(keys, data))
+        return found
 
     def holds(self, user_id: str) -> bool:
         """Whether any store holds a record of this user (a file no store can read, or a temporary file
@@ -236,22 +301,41 @@ class ConsumerStores:
     # -- quarantine and dead letters: one record a file ---------------------------------------------
 
     @staticmethod
-    def _erase_records(store: _RecordStore[_R], keys: ErasedKeys) -> tuple[int, int]:
+    def _erase_records(
+        store: _RecordStore[_R], keys: KeysByUser, tally: _Tally, counter: str
+    ) -> tuple[int, int]:
         """(records removed, unreadable files removed)."""
         removed = 0
         listed: set[Path] = set()
         try:
             for record in store:
                 listed.add(record.path)
-                if _belongs(keys, record):
+                owners = _owners(keys, record)
+                if owners:
                     store.remove(record)
                     removed += 1
+                    tally.add(owners, counter)
         except OSError:
             raise
         except Exception as error:  # a listing that stops: the rest are read whole instead
             _listing_stopped(error)
         # The files the store skipped as damaged (or never reached) are matched whole.
-        return removed, _unreadable_removed(store.root, keys, listed)
+        return removed, _unreadable_removed(store.root, keys, listed, tally)
+
+    @staticmethod
+    def _records_scanned(
+        store: _RecordStore[_R], keys: KeysByUser, found: Callable[[Iterable[str]], None]
+    ) -> None:
+        listed: set[Path] = set()
+        try:
+            for record in store:
+                listed.add(record.path)
+                found(_owners(keys, record))
+        except OSError:
+            raise
+        except Exception as error:
+            _listing_stopped(error)
+        _unreadable_scanned(store.root, keys, listed, found)
 
     @staticmethod
     def _records_hold(store: _RecordStore[_R], keys: ErasedKeys) -> bool:
@@ -269,18 +353,27 @@ class ConsumerStores:
 
     # -- parked work: batches of records ------------------------------------------------------------
 
-    def _erase_parked(self, keys: ErasedKeys) -> tuple[int, int, int]:
+    def _erase_parked(self, keys: KeysByUser, tally: _Tally) -> tuple[int, int, int]:
         """(records removed, files changed, unreadable files removed)."""
         removed = changed = 0
         listed: set[Path] = set()
         try:
             for batch in self._parked:
                 listed.add(batch.path)
-                kept = [raw for raw in batch.records if not _parked_belongs(keys, batch, raw)]
+                kept: list[RawRecord] = []
+                touched: set[str] = set()
+                for raw in batch.records:
+                    owners = _parked_owners(keys, batch, raw)
+                    if not owners:
+                        kept.append(raw)
+                        continue
+                    tally.add(owners, "parked_records_removed")
+                    touched |= owners
                 if len(kept) == len(batch.records):
                     continue
                 removed += len(batch.records) - len(kept)
                 changed += 1
+                tally.add(touched, "parked_files_changed")
                 rewritten = self._rewrite(batch, kept)
                 if rewritten is not None:
                     listed.add(rewritten)  # holds only records ruled out: never matched whole
@@ -289,7 +382,7 @@ class ConsumerStores:
         except Exception as error:  # a listing that stops: the rest are read whole instead
             _listing_stopped(error)
         # The batches the store skipped as damaged (or never reached) are matched whole.
-        return removed, changed, _unreadable_removed(self._parked_dir, keys, listed)
+        return removed, changed, _unreadable_removed(self._parked_dir, keys, listed, tally)
 
     def _rewrite(self, batch: ParkedBatch, kept: list[RawRecord]) -> Path | None:
         """The batch without the erased records: its new file, or None when none is left."""
@@ -306,6 +399,19 @@ class ConsumerStores:
         if new_path != batch.path:
             self._parked.remove(batch)
         return new_path
+
+    def _parked_scanned(self, keys: KeysByUser, found: Callable[[Iterable[str]], None]) -> None:
+        listed: set[Path] = set()
+        try:
+            for batch in self._parked:
+                listed.add(batch.path)
+                for raw in batch.records:
+                    found(_parked_owners(keys, batch, raw))
+        except OSError:
+            raise
+        except Exception as error:
+            _listing_stopped(error)
+        _unreadable_scanned(self._parked_dir, keys, listed, found)
 
     def _parked_holds(self, keys: ErasedKeys) -> bool:
         listed: set[Path] = set()
@@ -334,6 +440,31 @@ def _belongs(keys: ErasedKeys, record: _Stored) -> bool:
         shard_id=record.shard_id,
         sequence_number=record.sequence_number,
     )
+
+
+def _owners(keys: KeysByUser, record: _Stored) -> frozenset[str]:
+    return keys.record_owners(
+        record.raw,
+        stream_arn=record.stream_arn,
+        shard_id=record.shard_id,
+        sequence_number=record.sequence_number,
+    )
+
+
+def _parked_owners(keys: KeysByUser, batch: ParkedBatch, raw: RawRecord) -> frozenset[str]:
+    return keys.record_owners(
+        raw.data, stream_arn=batch.stream_arn, shard_id=batch.shard_id, sequence_number=raw.sequence_number
+    )
+
+
+def _unreadable_scanned(
+    root: Path, keys: KeysByUser, listed: Collection[Path], found: Callable[[Iterable[str]], None]
+) -> None:
+    for path in _unlisted(root, listed):
+        try:
+            found(_owners_in_file(keys, path.read_bytes()))
+        except FileNotFoundError:
+            continue
 
 
 def _parked_belongs(keys: ErasedKeys, batch: ParkedBatch, raw: RawRecord) -> bool:

@@ -1,5 +1,5 @@
 """What the erasure needs from the lake, as a Protocol: processors never import analytics (CONTRIBUTING),
-so `entitlements` hands the worker an adapter over the lake's own API (`entitlements.erasure_lake`)."""
+so `entitlements.compose` hands the worker `analytics.AnalyticsLakeEraser`, over the lake's own API."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from typing import Protocol
 
 
 class LakeTableScan(Protocol):
-    """One lake table's scan for one user: files read, and how many of them hold the user."""
+    """One lake table's scan for a batch of users: files read, and how many of them hold each user."""
 
     @property
     def files_scanned(self) -> int: ...
 
-    @property
-    def traces(self) -> int: ...
+    def traces_of(self, user_id: str) -> int: ...
 
 
 class LakeEraser(Protocol):
@@ -24,9 +23,10 @@ class LakeEraser(Protocol):
         """Hide these users from every view at once, before their rows are purged. Idempotent."""
         ...
 
-    def purge(self, user_ids: Collection[str]) -> int:
+    def purge(self, user_ids: Collection[str]) -> Mapping[str, Mapping[str, int]]:
         """Delete every row of these users from every dataset, rewriting only the files that hold one
-        (one rewrite per file for the whole batch). Returns the rows deleted. Idempotent."""
+        (one rewrite per file for the whole batch). Returns, per user, the rows of theirs deleted from
+        each dataset (datasets with none may be omitted). Idempotent."""
         ...
 
     def unmask(self, user_ids: Collection[str]) -> None:
@@ -38,7 +38,10 @@ class LakeEraser(Protocol):
         """Whether any dataset holds a row of this user; None when a part of the lake cannot be read."""
         ...
 
-    def traces(self, user_id: str) -> Mapping[str, LakeTableScan | None]:
-        """Per purged table, the same scan as `holds` (every file under its folder), for a receipt's
-        verifier; None for a table a file of which cannot be read."""
+    def traces_for(
+        self, user_ids: Collection[str], *, until: float | None = None
+    ) -> Mapping[str, LakeTableScan | None]:
+        """Per purged table, the same scan as `holds` (every file under its folder) made once for the
+        whole batch, for the receipts' verifier; None for a table a file of which cannot be read.
+        Raises `TimeoutError` once `until` (a `time.monotonic()` instant) passes."""
         ...

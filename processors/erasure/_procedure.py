@@ -6,7 +6,10 @@ name the Array accounts; the table outlives everything it names):
 1. the ledger entry (before anything is deleted, so the lake's landing drops the account's events,
    including the REMOVEs this erasure itself causes, from this moment on);
 2. the Array accounts the account's rows and cleanup records name (deleted; a 404 is done; the cleanup
-   processor's in-use guard does not apply: every account of an erased user goes);
+   processor's in-use guard does not apply: every account of an erased user goes), each confirmed gone
+   as far as Array can say: an account Array deleted is asked again, and must answer 404 (Array offers
+   no listing of a user's accounts, and once the rows that name them are gone the store cannot name
+   them again, so this is where the receipt's Array check is made);
 3. its cleanup records (so no TTL expiry fires for an account already deleted);
 4. its entitlement rows (the one exception to "rows are never deleted"), then any other item under its
    partition key;
@@ -15,6 +18,10 @@ name the Array accounts; the table outlives everything it names):
 6. its quarantined records, dead letters and parked work (`ConsumerStores`: on any content, a record
    that cannot be decoded is matched on its text against the user id, `USER#<id>` and the Array
    accounts step 2 found).
+
+What a pass removed is counted per account (`erase_counted`): its Array accounts, its table items, its
+rows per lake table, its quarantined, dead-lettered and parked records, though the lake and the
+consumer's stores are rewritten once for the whole batch.
 
 A step that fails stops that account's erasure (later steps would lose the map) and leaves its message for
 SQS to redeliver; every step is idempotent, so a redelivered message starts again from step 1 harmlessly.
@@ -37,14 +44,14 @@ from adapters import (
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
-from pipeline.clock import Clock
 from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._clients import DynamoDBTableClient
-from processors.erasure._consumer_stores import ConsumerStores
+from processors.erasure._consumer_stores import ConsumerStores, StoreCounts
 from processors.erasure._errors import ErasureStepError, state_files
 from processors.erasure._lake import LakeEraser
 from processors.erasure._ledger import ErasureLedger
 from processors.erasure._table import UserTable
+from schema.clock import Clock
 from schema.erasure import HoldingsAnswer
 from schema.errors import EntitlementsError
 
@@ -68,6 +75,7 @@ class ErasureTargets:
 @dataclass(slots=True)
 class EraseCounts:
     array_accounts: int = 0
+    array_confirmed_gone: int = 0  # answered 404 (gone) when asked after the delete
     cleanup_records: int = 0
     entitlement_rows: int = 0
     other_items: int = 0
@@ -103,6 +111,16 @@ class AccountErasure:
     def targets(self) -> ErasureTargets:
         return self._t
 
+    @property
+    def parallel(self) -> Parallel:
+        """The pool the batch's accounts are worked on at once."""
+        return self._parallel
+
+    @property
+    def batch_timeout(self) -> float:
+        """The most one call may take (seconds)."""
+        return self._batch
+
     # -- ERASE --------------------------------------------------------------------------------------
 
     def erase(self, user_ids: Sequence[str], deadline: Deadline) -> dict[str, EntitlementsError | None]:
@@ -112,12 +130,16 @@ class AccountErasure:
     def erase_counted(
         self, user_ids: Sequence[str], deadline: Deadline
     ) -> tuple[dict[str, EntitlementsError | None], dict[str, dict[str, int]]]:
-        """`erase`, and what the pass removed for each account erased everywhere (for its receipt):
-        `array/accounts` and `table/...` counted for that account alone; `lake/rows_in_batch` and
-        `consumer_stores/records_in_batch` for the whole batch (one purge and one consumer-store rewrite
-        serve every account of it), with `batch_accounts`, how many accounts shared them."""
+        """`erase`, and what the pass removed of each account erased everywhere (for its receipt),
+        each count that account's alone though one purge and one consumer-store rewrite serve the
+        batch: `array/accounts` (deleted), `array/confirmed_gone` (answered 404 when asked after),
+        `table/entitlement_rows`, `table/cleanup_records`, `table/other_items`, `lake/<table>` (rows,
+        the stored audit failures included), `quarantine/records`, `dead_letters/records`,
+        `parked/records`, `parked/files_changed`, `consumer_stores/unreadable_files`,
+        `consumer_stores/leftover_files`."""
         accounts = list(dict.fromkeys(user_ids))
         counts = EraseCounts()
+        accounts_of: dict[str, list[str]] = {}
 
         def table_side(user_id: str) -> EraseCounts | EntitlementsError:
             try:
@@ -132,8 +154,10 @@ class AccountErasure:
                 results[user_id] = outcome
                 continue
             results[user_id] = None
+            accounts_of[user_id] = outcome.array_account_ids
             removed[user_id] = {
                 "array/accounts": outcome.array_accounts,
+                "array/confirmed_gone": outcome.array_confirmed_gone,
                 "table/cleanup_records": outcome.cleanup_records,
                 "table/entitlement_rows": outcome.entitlement_rows,
                 "table/other_items": outcome.other_items,
@@ -142,22 +166,16 @@ class AccountErasure:
             counts.cleanup_records += outcome.cleanup_records
             counts.entitlement_rows += outcome.entitlement_rows
             counts.other_items += outcome.other_items
-            counts.array_account_ids += outcome.array_account_ids
         ready = [user_id for user_id, error in results.items() if error is None]
         if ready:
             try:
-                self._erase_copies(ready, deadline, counts)
+                copies = self._erase_copies(ready, {u: accounts_of[u] for u in ready}, deadline, counts)
             except EntitlementsError as error:
                 results.update(dict.fromkeys(ready, error))
+            else:
+                for user_id in ready:
+                    removed[user_id].update(copies.get(user_id, {}))
         done = [user_id for user_id, error in results.items() if error is None]
-        for user_id in done:
-            removed[user_id].update(
-                {
-                    "batch_accounts": len(done),
-                    "lake/rows_in_batch": counts.lake_rows,
-                    "consumer_stores/records_in_batch": counts.consumer_copies,
-                }
-            )
         failed = sum(1 for error in results.values() if error is not None)
         logger.info(
             "erasure pass",
@@ -184,6 +202,7 @@ class AccountErasure:
         for account in items.array_account_ids:
             self._delete_array_account(account, deadline)
             counts.array_accounts += 1
+            counts.array_confirmed_gone += 1
             counts.array_account_ids.append(account)
         counts.cleanup_records = self._table.delete(items.cleanup_keys, deadline, step="cleanup-records")
         counts.entitlement_rows = self._table.delete(
@@ -193,27 +212,45 @@ class AccountErasure:
         return counts
 
     def _delete_array_account(self, account: str, deadline: Deadline) -> None:
-        array = self._t.array
-        finish_by = deadline.monotonic_at("array", self._batch)
+        """Delete the account at Array and confirm it gone: a 404 is both; after a 2xx, Array is asked
+        again and must answer 404 (`ErasureStepError("array-confirm", "NOT_GONE")` otherwise)."""
+        # Deleting again is the one question Array answers about an account: 404 once it is gone.
+        if not self._array_delete("array", account, deadline) and not self._array_delete(
+            "array-confirm", account, deadline
+        ):
+            raise ErasureStepError("array-confirm", "NOT_GONE")
 
-        def delete() -> None:
+    def _array_delete(self, step: str, account: str, deadline: Deadline) -> bool:
+        """One bounded delete-user: True when Array answered 404 (gone), False when it deleted it."""
+        array = self._t.array
+        finish_by = deadline.monotonic_at(step, self._batch)
+
+        def delete() -> bool:
             try:
                 array.delete_user(account, deadline=finish_by)
             except ErrArrayUserAlreadyDeleted:
-                return  # 404: already gone, which is what the erasure wants
+                return True  # 404: already gone, which is what the erasure wants
             except (ArrayCredentialError, ArrayTransientError, ArrayRequestRejected) as error:
-                raise ErasureStepError("array", error.code) from None
+                raise ErasureStepError(step, error.code) from None
+            return False
 
-        self._calls.call("array", delete, deadline, self._batch)
+        return self._calls.call(step, delete, deadline, self._batch)
 
-    def _erase_copies(self, user_ids: list[str], deadline: Deadline, counts: EraseCounts) -> None:
+    def _erase_copies(
+        self,
+        user_ids: list[str],
+        accounts_of: dict[str, list[str]],
+        deadline: Deadline,
+        counts: EraseCounts,
+    ) -> dict[str, dict[str, int]]:
+        """Steps 5 and 6 for the batch at once; returns what they removed of each user."""
         t = self._t
         self.guarded("lake-mask", lambda: t.lake.mask(user_ids), deadline)
-        counts.lake_rows += self.guarded("lake-purge", lambda: t.lake.purge(user_ids), deadline)
-        accounts = counts.array_account_ids
+        lake = self.guarded("lake-purge", lambda: t.lake.purge(user_ids), deadline)
         stores = self.guarded(
-            "consumer-stores", lambda: t.stores.erase(user_ids, array_account_ids=accounts), deadline
+            "consumer-stores", lambda: t.stores.erase(user_ids, array_account_ids=accounts_of), deadline
         )
+        counts.lake_rows += sum(sum(tables.values()) for tables in lake.values())
         counts.consumer_copies += (
             stores.quarantined_removed
             + stores.parked_records_removed
@@ -221,6 +258,19 @@ class AccountErasure:
             + stores.unreadable_files_removed
             + stores.leftover_files_removed
         )
+        removed: dict[str, dict[str, int]] = {}
+        for user_id in user_ids:
+            mine = stores.by_user.get(user_id, StoreCounts())
+            removed[user_id] = {
+                **{f"lake/{name}": rows for name, rows in sorted(lake.get(user_id, {}).items())},
+                "quarantine/records": mine.quarantined_removed,
+                "dead_letters/records": mine.dead_letters_removed,
+                "parked/records": mine.parked_records_removed,
+                "parked/files_changed": mine.parked_files_changed,
+                "consumer_stores/unreadable_files": mine.unreadable_files_removed,
+                "consumer_stores/leftover_files": mine.leftover_files_removed,
+            }
+        return removed
 
     def guarded(self, step: str, fn: Callable[[], _T], deadline: Deadline) -> _T:
         """`fn()` bounded by the batch timeout, any failure converted once: an `OSError` (a full disk, a

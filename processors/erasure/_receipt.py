@@ -1,6 +1,6 @@
-"""An erasure's receipt: what each pass removed, per store, and, after its last pass, what a verifier
-scanning every store the erasure cleared found there, with the erasure's times. The receipt holds no
-personal data (store names, counts, times and the ledger id), so it is kept in the ledger
+"""An erasure's receipt: what each pass removed of that user, per store, and, after its last pass, what a
+verifier scanning every store the erasure cleared found there, with the erasure's times. The receipt holds
+no personal data (store names, counts, times and the ledger id), so it is kept in the ledger
 (`ErasureLedger.record_receipt`) and in the lake (the `erasure.completed` outcome's `detail`), both
 written before the ACK goes out.
 
@@ -8,54 +8,70 @@ A receipt is clean when every store reads 0 traces. One that is not (a trace fou
 could not be read) stops the ACK: the message is left for redelivery, and the figure
 `entitlements_erasure_traces_found` (EMF `ErasureTracesFound`) counts it per store.
 
-The stores scanned, by name: `table` (any item under `USER#<id>`, one consistent read), `lake/<table>`
-for each purged lake table (every file under its folder, committed or not, the log included:
-`LakeEraser.traces`), `quarantine`, `dead_letters`, `parked` and `leftover_files` (the consumer's copies,
-matched as the erasure matches them: `ConsumerStores.scan`).
+The verifier serves a batch (`verify_erasures`): each store is scanned once for every account of the
+batch's last passes, so its cost is per batch, not per erasure, and the receipts stay per erasure. The
+scans share the batch's deadline: a batch whose scans cannot finish in time raises `ErasureTimeoutError`
+("verify"), and its erasures are left for redelivery, unverified, not ACKed (the worker counts them).
+
+The stores, by name: `table` (any item under `USER#<id>`, one consistent read each), `lake/<table>` for
+each purged lake table (every file under its folder, committed or not, the log included:
+`LakeEraser.traces_for`), `quarantine`, `dead_letters`, `parked` and `leftover_files` (the consumer's
+copies, matched as the erasure matches them: `ConsumerStores.scan_for`), and `array`: Array offers no
+listing of a user's accounts, and once the rows naming them are gone the store cannot name them again;
+so each account the erasure's rows named was asked again after its delete and answered 404 (gone). The
+receipt's `array` scan says how many (`checked`), and its `note` what cannot be checked.
 """
 
 from __future__ import annotations
 
-__all__ = ["ErasureReceipt", "StoreScan", "verify_erasure"]
+__all__ = ["ARRAY_NOTE", "ErasureReceipt", "StoreScan", "verify_erasures"]
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from processors.erasure._bounded import Deadline
+from processors.erasure._errors import ErasureTimeoutError
+from processors.erasure._lake import LakeTableScan
 from processors.erasure._procedure import AccountErasure
 from processors.erasure._table import UserTable
 from schema.errors import EntitlementsError
 
 _T = TypeVar("_T")
 
+ARRAY_NOTE = (
+    "each Array account the user's rows named answered 404 (gone) when asked after its delete; "
+    "Array offers no listing by user, so an account no row named cannot be checked"
+)
+
 
 class StoreScan(BaseModel):
     """One store's verdict: how many traces the verifier found (None: the store could not be read) and,
-    where the store is files, how many it read."""
+    where the store is files, how many it read; where the store can only be asked item by item (Array),
+    how many items were `checked` and a `note` on what cannot be."""
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
     store: str
     traces: int | None
     files_scanned: int | None = None
+    checked: int | None = None
+    note: str | None = None
 
 
 class ErasureReceipt(BaseModel):
     """What one erasure did and what its verifier saw, with no personal data."""
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
-    version: int = 1
+    version: int = 2
     ledger_id: str
     started_at: datetime  # the erasure's first pass began (the store's clock)
     pass_one_at: datetime | None  # the first pass finished
     erased_at: datetime  # the last pass finished its removals
     verified_at: datetime  # the verifier's scan finished
-    # What each pass removed ("1", "2"), per store: `array/accounts` and `table/...` for this account
-    # alone, `lake/rows_in_batch` and `consumer_stores/records_in_batch` for the pass's whole batch
-    # (`batch_accounts` accounts shared one purge and one rewrite).
+    # What each pass removed ("1", "2") of this user, per store (`AccountErasure.erase_counted`).
     removed: dict[str, dict[str, int]]
     stores: tuple[StoreScan, ...]  # the verifier's scan, per store
 
@@ -72,39 +88,81 @@ class ErasureReceipt(BaseModel):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
 
-def verify_erasure(
-    erasure: AccountErasure, table: UserTable, user_id: str, deadline: Deadline
-) -> tuple[StoreScan, ...]:
-    """Scan every store for `user_id` after the last pass. Never raises for a store that cannot be read:
-    its scan says `traces=None`, which keeps the receipt from being clean."""
-    targets = erasure.targets
-    scans: list[StoreScan] = []
+def _array_scan(removed: Mapping[str, Mapping[str, int]]) -> StoreScan:
+    """What Array answered about the user's accounts over every pass."""
+    deleted = sum(counts.get("array/accounts", 0) for counts in removed.values())
+    gone = sum(counts.get("array/confirmed_gone", 0) for counts in removed.values())
+    return StoreScan(store="array", traces=max(0, deleted - gone), checked=gone, note=ARRAY_NOTE)
 
-    def attempt(step: str, read: Callable[[], _T]) -> _T | None:
-        try:
-            return erasure.guarded(step, read, deadline)
-        except EntitlementsError:
-            return None
 
+def _attempt(erasure: AccountErasure, step: str, read: Callable[[], _T], deadline: Deadline) -> _T | None:
+    """`read()` bounded like any step: None when the store cannot be read; out of time, it raises."""
     try:
-        held = table.has_items(user_id, deadline)
-        scans.append(StoreScan(store="table", traces=1 if held else 0))
+        return erasure.guarded(step, read, deadline)
+    except ErasureTimeoutError:
+        raise
     except EntitlementsError:
-        scans.append(StoreScan(store="table", traces=None))
-    lake = attempt("verify-lake", lambda: dict(targets.lake.traces(user_id)))
-    if lake is None:
-        scans.append(StoreScan(store="lake", traces=None))
-    else:
+        return None
+
+
+def verify_erasures(
+    erasure: AccountErasure,
+    table: UserTable,
+    removed: Mapping[str, Mapping[str, Mapping[str, int]]],
+    deadline: Deadline,
+) -> dict[str, tuple[StoreScan, ...]]:
+    """Scan every store once for all the users of `removed` (per user, what each pass removed of them)
+    after their last pass. A store that cannot be read is `traces=None` for every user (never clean);
+    a scan that cannot finish within `deadline` raises `ErasureTimeoutError("verify")`."""
+    user_ids = list(removed)
+    targets = erasure.targets
+    scans: dict[str, list[StoreScan]] = {user_id: [] for user_id in user_ids}
+
+    def lake_traces() -> Mapping[str, LakeTableScan | None]:
+        try:
+            until = deadline.monotonic_at("verify-lake", erasure.batch_timeout)
+            return dict(targets.lake.traces_for(user_ids, until=until))
+        except TimeoutError:
+            raise ErasureTimeoutError("verify-lake") from None
+
+    def table_scan(user_id: str) -> StoreScan | ErasureTimeoutError:
+        try:
+            held = table.has_items(user_id, deadline)
+        except ErasureTimeoutError as error:
+            return error
+        except EntitlementsError:
+            return StoreScan(store="table", traces=None)
+        return StoreScan(store="table", traces=1 if held else 0)
+
+    # One read per account, all at once: the batch's time goes to the lake's scan, not to waiting.
+    for user_id, scan in zip(user_ids, erasure.parallel.map(table_scan, user_ids), strict=True):
+        if isinstance(scan, ErasureTimeoutError):
+            raise scan
+        scans[user_id].append(scan)
+    lake = _attempt(erasure, "verify-lake", lake_traces, deadline)
+    for user_id in user_ids:
+        if lake is None:
+            scans[user_id].append(StoreScan(store="lake", traces=None))
+            continue
         for name in sorted(lake):
             found = lake[name]
-            scans.append(
-                StoreScan(store=f"lake/{name}", traces=None)
+            store = f"lake/{name}"
+            scans[user_id].append(
+                StoreScan(store=store, traces=None)
                 if found is None
-                else StoreScan(store=f"lake/{name}", traces=found.traces, files_scanned=found.files_scanned)
+                else StoreScan(
+                    store=store,
+                    traces=found.traces_of(user_id),
+                    files_scanned=found.files_scanned,
+                )
             )
-    stores = attempt("verify-consumer-stores", lambda: targets.stores.scan(user_id))
-    if stores is None:
-        scans.append(StoreScan(store="consumer_stores", traces=None))
-    else:
-        scans.extend(StoreScan(store=name, traces=count) for name, count in sorted(stores.items()))
-    return tuple(scans)
+    stores = _attempt(erasure, "verify-consumer-stores", lambda: targets.stores.scan_for(user_ids), deadline)
+    for user_id in user_ids:
+        if stores is None:
+            scans[user_id].append(StoreScan(store="consumer_stores", traces=None))
+        else:
+            scans[user_id].extend(
+                StoreScan(store=name, traces=count) for name, count in sorted(stores[user_id].items())
+            )
+        scans[user_id].append(_array_scan(removed[user_id]))
+    return {user_id: tuple(found) for user_id, found in scans.items()}

@@ -21,15 +21,20 @@ erasure found in the user's rows with the keys built from them. Matching is prec
   linear scan that replaces `\\uXXXX`, surrogate pairs, `\\n`, ... wherever they stand), repeated while
   the scan changes it, up to `UNESCAPE_ROUNDS` times; a text that still changes after that cannot be
   ruled out and matches.
+
+`KeysByUser` answers whose a record is, for a batch of users: one match against every key of the batch,
+and, only for a record that matches, one per user (a bounded match of one key can hide another's), so
+each user's count of what was removed or found is theirs, not the batch's. A record that matches the
+batch and no user alone (a text that cannot be ruled out) is every user's.
 """
 
 from __future__ import annotations
 
-__all__ = ["UNESCAPE_ROUNDS", "ErasedKeys", "json_unescaped"]
+__all__ = ["UNESCAPE_ROUNDS", "ErasedKeys", "KeysByUser", "json_unescaped"]
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -207,3 +212,48 @@ class ErasedKeys:
         if user_id is not None:
             return user_id in self.user_ids
         return self.named_in(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class KeysByUser:
+    """A batch's keys (`every`) and each user's own (`each`), to tell whose a matching record is."""
+
+    every: ErasedKeys
+    each: Mapping[str, ErasedKeys]
+
+    @classmethod
+    def of(
+        cls, user_ids: Iterable[str], accounts_of: Mapping[str, Iterable[str]] | None = None
+    ) -> KeysByUser:
+        """`accounts_of`: the Array accounts found in each user's rows (matched as that user's keys)."""
+        accounts = accounts_of or {}
+        ids = sorted({user_id for user_id in user_ids if user_id})
+        every = ErasedKeys.of(ids, [a for user_id in ids for a in accounts.get(user_id, ())])
+        return cls(every, {user_id: ErasedKeys.of([user_id], accounts.get(user_id, ())) for user_id in ids})
+
+    def __bool__(self) -> bool:
+        return bool(self.every)
+
+    def owners(self, matches: Callable[[ErasedKeys], bool]) -> frozenset[str]:
+        """The users whose keys `matches`: none unless the batch's keys match; then each user's."""
+        if not matches(self.every):
+            return frozenset()
+        if len(self.each) == 1:
+            return frozenset(self.each)
+        owners = frozenset(user_id for user_id, keys in self.each.items() if matches(keys))
+        return owners or frozenset(self.each)  # matched by the batch, by none alone: cannot be ruled out
+
+    def record_owners(
+        self, raw: bytes, *, stream_arn: str, shard_id: str, sequence_number: str
+    ) -> frozenset[str]:
+        """The users a stored stream record belongs to (`ErasedKeys.record_belongs`, per user)."""
+        try:
+            event = decode_record(
+                raw, stream_arn=stream_arn, shard_id=shard_id, sequence_number=sequence_number
+            )
+            user_id = event.user_id
+        except Exception:  # anything a record makes the decoder raise: read its content instead
+            user_id = None
+        if user_id is not None:
+            return frozenset({user_id}) if user_id in self.each else frozenset()
+        return self.owners(lambda keys: keys.named_in(raw))

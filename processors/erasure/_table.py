@@ -13,7 +13,7 @@ gone is a no-op, so a redelivered step is harmless. boto3 errors are converted h
 
 from __future__ import annotations
 
-__all__ = ["UserItems", "UserTable"]
+__all__ = ["UserKeys", "UserTable"]
 
 import time
 from collections.abc import Sequence
@@ -43,7 +43,7 @@ Key = dict[str, dict[str, str]]
 
 
 @dataclass(frozen=True)
-class UserItems:
+class UserKeys:
     """The keys under one user's partition, by kind, and the Array accounts the items name."""
 
     entitlement_keys: tuple[Key, ...] = ()
@@ -92,10 +92,10 @@ class UserTable:
         self._calls = calls
         self._batch = batch_timeout
 
-    def read(self, user_id: str, deadline: Deadline) -> UserItems:
+    def read(self, user_id: str, deadline: Deadline) -> UserKeys:
         """Every item under `USER#<user_id>` (all pages)."""
         if not _keyable(user_id):
-            return UserItems()
+            return UserKeys()
         entitlements: list[Key] = []
         cleanups: list[Key] = []
         others: list[Key] = []
@@ -136,7 +136,7 @@ class UserTable:
             if not last:
                 break
             request["ExclusiveStartKey"] = last
-        return UserItems(tuple(entitlements), tuple(cleanups), tuple(others), tuple(accounts))
+        return UserKeys(tuple(entitlements), tuple(cleanups), tuple(others), tuple(accounts))
 
     def has_items(self, user_id: str, deadline: Deadline) -> bool:
         """Whether any item sits under `USER#<user_id>` (one strongly consistent read of one key)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,13 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from analytics.erasure import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, open_lake
-from analytics.lake._duck import delta_extension_path
+from analytics.lake.eraser import AnalyticsLakeEraser
 from entitlements.cli import app as cli
 from entitlements.commands.lake import app
+from tests.analytics.lake.test_views import duckdb_cli_lines
 from tests.analytics.lakesim import TableSim, replay
-from tests.analytics.test_views import duckdb_cli
 
 
 @pytest.fixture
@@ -305,23 +304,30 @@ def test_lake_views_prints_a_script_the_duckdb_cli_runs_after_later_commits(
     for event in later.events:
         handler.add(event)
     handler.flush()
-    load = f"LOAD '{delta_extension_path()}'"
-    counted = subprocess.run(
-        [
-            duckdb_cli(),
-            "-csv",
-            "-noheader",
-            "-c",
-            load,
-            "-c",
-            f".read {saved}",
-            "-c",
-            "SELECT count(*) FROM changes",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert counted.stdout.split() == [str(len(history.events) + len(later.events))]
+    counted = duckdb_cli_lines(f".read {saved}", "SELECT count(*) FROM changes", cwd=tmp_path)
+    assert counted == [str(len(history.events) + len(later.events))]
+
+
+def test_lake_files_names_only_files_of_the_lake(landed: tuple[Lake, dict[str, str]]) -> None:
+    lake, env = landed
+    result = CliRunner().invoke(cli, ["lake", "files"], env=env)
+    assert result.exit_code == 0, result.output
+    quoted = re.findall(r"'([^']*)'", result.stdout)
+    out = result.stdout
+    assert quoted and all(q.startswith(lake.uri + "/") for q in quoted)
+    assert "changes_files" in out and "audit_failures_files = []" in out
+
+
+def test_lake_views_duckdb_writes_a_database_and_refuses_to_overwrite_it(
+    landed: tuple[Lake, dict[str, str]], history: TableSim, tmp_path: Path
+) -> None:
+    _, env = landed
+    target = tmp_path / "lake.duckdb"
+    result = CliRunner().invoke(cli, ["lake", "views", "--duckdb", str(target)], env=env)
+    assert result.exit_code == 0, result.output
+    counted = duckdb_cli_lines("SELECT count(*) FROM changes", cwd=tmp_path, database=target)
+    assert counted == [str(len(history.events))]
+    again = CliRunner().invoke(cli, ["lake", "views", "--duckdb", str(target)], env=env)
+    assert again.exit_code == 2 and "--force" in again.output
+    forced = CliRunner().invoke(cli, ["lake", "views", "--duckdb", str(target), "--force"], env=env)
+    assert forced.exit_code == 0, forced.output

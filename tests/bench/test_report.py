@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 
+import psutil
 import pytest
 
-from bench._report import BenchThreads
+from bench._report import BenchThreads, Figure, burners, print_figures
 
 
 def _fail() -> None:
@@ -44,3 +45,17 @@ def test_a_thread_still_running_when_joined_counts_as_failed() -> None:
     assert threads.failed == ["erasure worker"]
     with pytest.raises(SystemExit):
         threads.check()
+
+
+def test_burners_run_busy_processes_for_the_block_and_end_with_it() -> None:
+    # Only the block's new children: the test process may have others (a run's shared moto server).
+    before = {child.pid for child in psutil.Process().children()}
+    with burners(2) as count:
+        children = [child for child in psutil.Process().children() if child.pid not in before]
+        assert (count, len(children)) == (2, 2)
+    assert not any(child.is_running() and child.status() != psutil.STATUS_ZOMBIE for child in children)
+
+
+def test_a_figure_without_a_target_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    print_figures("t", [Figure("x", 2.0, "s", "y", 1.0)])
+    assert "(no target)" in capsys.readouterr().out

@@ -189,10 +189,30 @@ def test_a_timeout_fault_holds_the_call_past_the_clients_timeout_then_applies_th
     assert [c.fault for c in server.calls()] == ["timeout", None]
 
 
-def test_latency_is_added_to_every_delete(server: FakeArrayServer, http: httpx.Client) -> None:
+class _SleepRecorder:
+    """The fake's `time` module with its sleeps recorded, not slept: the behaviour is asserted, never
+    a wall time."""
+
+    monotonic = staticmethod(time.monotonic)
+
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+def test_latency_is_added_to_every_delete(
+    server: FakeArrayServer, http: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = _SleepRecorder()
+    monkeypatch.setattr("devstack.fake_array.time", recorder)
     server.set_faults(latency_seconds=0.2)
-    response = _delete(http, "array-1")
-    assert response.elapsed.total_seconds() >= 0.2
+    _delete(http, "array-1")
+    _delete(http, "array-2")
+    server.set_faults(latency_seconds=0.0)
+    _delete(http, "array-3")
+    assert (recorder.slept, len(server.calls())) == ([0.2, 0.2], 3)
 
 
 def test_fault_plans_reject_impossible_rates() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from devstack.fake_array import PROCESSOR_TOKEN
 from devstack.service_workload import WorkloadConfig, _Model, _User, run_service_workload
-from devstack.simulator import Mix, Operation
+from devstack.workload import Mix, Operation
 from entitlements._workload import local_service
 from pipeline.tables import TableDescription
 from tests.support.dynamodb import items_of
@@ -129,8 +129,12 @@ def test_with_save_if_active_a_contended_workload_leaves_no_user_with_two_active
     world.array.set_faults(call=PROCESSOR_TOKEN, latency_seconds=0.03)
     config = WorkloadConfig(users=10, operations=120, clients=6, seed=6, contention=1.0)
     with local_service(world.settings) as running:
-        run_service_workload(config, running.url)
-    assert max(active_rows_by_user(dynamodb, table).values()) == 1
+        summary = run_service_workload(config, running.url)
+    active = active_rows_by_user(dynamodb, table)
+    # Signups did succeed (the fresh-clone run on 906a1b8 found no Active row at all once, under load):
+    # the answers say how each request ended if none did.
+    assert active, (summary.answers, summary.transport_errors)
+    assert max(active.values()) == 1
 
 
 def test_through_the_service_same_user_bursts_leave_no_user_with_two_active_rows(

@@ -13,11 +13,12 @@ from botocore.exceptions import ClientError
 
 from devstack.direct_writes import DirectWrites, NotActiveRefused
 from devstack.planted_faults import CANARY_TOKEN_PREFIX, FaultKind, PlantedFault, plant_faults
-from devstack.simulator import Answer, Answered, Mix, SimulationConfig, SimulationSummary, run_simulation
+from devstack.simulator import run_simulation
 from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
-from pipeline.clock import Clock
+from devstack.workload import Answered, Mix, OperationAnswer, SimulationConfig, SimulationSummary
 from pipeline.tables import TableDescription, create_table
+from schema.clock import Clock
 from schema.errors import RetryableError, TerminalError
 from schema.table import parse_item
 from tests.support.dynamodb import FixedClock, get_item, items_of, unique_table_name
@@ -746,7 +747,7 @@ def test_progress_is_reported_before_each_operation_and_at_the_end(
 class RecordingService:
     """An `EntitlementOperations` that answers every call DONE (or `answer`) and records it."""
 
-    def __init__(self, answer: Answer = Answer.DONE) -> None:
+    def __init__(self, answer: OperationAnswer = OperationAnswer.DONE) -> None:
         self.answer = answer
         self.calls: list[tuple[str, str]] = []
         self.accounts = 0
@@ -793,7 +794,7 @@ def test_through_the_service_every_operation_is_a_call_of_the_service_and_none_a
 
 
 def test_through_the_service_a_refused_user_is_left_alone() -> None:
-    service = RecordingService(Answer.CONCURRENT)
+    service = RecordingService(OperationAnswer.CONCURRENT)
     config = SimulationConfig(table_name="unused", users=3, operations=20, seed=5)
     summary = run_simulation(config, DirectWrites(None, "unused"), FixedClock(NOW), service=service)  # type: ignore[arg-type]
     assert (sorted({name for name, _ in service.calls}), summary.refused, summary.idle) == (

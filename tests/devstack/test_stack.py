@@ -11,7 +11,8 @@ import pytest
 
 from devstack.ports import PortInUseError
 from devstack.stack import LocalStack, StackEndpoints
-from pipeline.clock import SystemClock
+from devstack.streams import read_kinesis_stream
+from schema.clock import SystemClock
 from tests.support.dynamodb import FixedClock, client, get_item, read_stream, unique_table_name
 
 
@@ -98,3 +99,29 @@ def test_a_local_stack_on_a_taken_port_fails_at_once_instead_of_waiting() -> Non
         )
         with pytest.raises(PortInUseError):
             stack.start()
+
+
+def test_a_stack_with_kinesis_shards_forwards_the_tables_changes_there() -> None:
+    name = unique_table_name("stack")
+    local = LocalStack(
+        clock=SystemClock(), region="eu-west-1", table_name=name, ttl_table_names=[name], kinesis_shards=3
+    )
+    with local as endpoints:
+        assert endpoints.kinesis_stream_arn is not None
+        kinesis = client(endpoints.endpoint_url, "kinesis")
+        stream = endpoints.kinesis_stream_arn.rsplit("/", 1)[1]
+        assert len(kinesis.list_shards(StreamName=stream)["Shards"]) == 3
+        client(endpoints.endpoint_url, "dynamodb").put_item(
+            TableName=name, Item={"pk": {"S": "USER#k"}, "sk": {"S": "ENTITLEMENT#a"}}
+        )
+
+        def forwarded() -> list[str]:
+            return [record["PartitionKey"] for _, record in read_kinesis_stream(kinesis, stream)]
+
+        assert wait_for(lambda: forwarded() == ["pk=USER#k|sk=ENTITLEMENT#a"])
+
+
+def test_a_stack_without_kinesis_shards_names_no_kinesis_stream(
+    stack: tuple[LocalStack, StackEndpoints],
+) -> None:
+    assert stack[1].kinesis_stream_arn is None

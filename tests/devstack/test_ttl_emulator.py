@@ -18,8 +18,8 @@ from devstack.ttl_emulator import (
     check_moto_supported,
     ttl_expired,
 )
-from pipeline.clock import SimulatedClock
 from pipeline.tables import TableDescription, create_table
+from schema.clock import SimulatedClock
 from tests.support.dynamodb import FixedClock, get_item, read_stream, unique_table_name
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)

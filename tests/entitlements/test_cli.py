@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,45 @@ def test_help_lists_every_command_without_importing_any_command_module() -> None
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
     )
     assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr
+
+
+# What a command's `--help` must not load: the lake stack, the AWS SDK and the charts cost seconds of
+# start-up on a loaded machine, and help needs none of them (the command imports them when it runs).
+_HEAVY = ("boto3", "deltalake", "duckdb", "matplotlib", "pandas", "polars", "pyarrow")
+
+# In a fresh process: `entitlements NAME --help` and, for a group, `entitlements NAME SUB --help` of each
+# of its commands, as the console script runs them; then the heavy packages that got loaded.
+_HELP_PROBE = """
+import sys
+import typer.main
+from entitlements.cli import main, app
+name, heavy = sys.argv[1], sys.argv[2].split(",")
+def ask(*args):
+    sys.argv = ["entitlements", *args, "--help"]
+    try:
+        main()
+    except SystemExit as done:
+        assert done.code in (0, None), (args, done.code)
+ask(name)
+group = typer.main.get_command(app)
+group.load(name)
+for sub in sorted(getattr(group.commands[name], "commands", {})):
+    ask(name, sub)
+print(",".join(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_commands_help_loads_neither_the_lake_stack_nor_the_aws_sdk(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _HELP_PROBE, name, ",".join(_HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1:] == [""], done.stderr
 
 
 def test_the_command_table_names_exactly_the_commands_the_modules_define() -> None:
@@ -172,4 +212,47 @@ def test_a_background_threads_failure_is_one_line_too(capsys: pytest.CaptureFixt
     assert capsys.readouterr().err == (
         "entitlements: fake-array failed: unexpected KeyError "
         "(run `entitlements --debug ...` for the traceback)\n"
+    )
+
+
+# A command whose worker thread fails once Ctrl-C has stopped the main thread (as the demo's HTTP
+# clients do when their service is closed under them).
+_INTERRUPTED_COMMAND = """
+import signal, sys, threading, time
+from entitlements.cli import app, main
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal (a runner may ignore it)
+
+@app.command("hang")
+def hang() -> None:
+    closed = threading.Event()
+
+    def client() -> None:
+        closed.wait()
+        raise RuntimeError("the service this client used was closed")
+
+    threading.Thread(target=client, name="workload-client-1").start()
+    try:
+        print("ready", file=sys.stderr, flush=True)
+        time.sleep(60)
+    finally:
+        closed.set()
+        time.sleep(0.5)  # the thread fails while the command unwinds
+
+sys.argv = ["entitlements", "hang"]
+main()
+"""
+
+
+def test_ctrl_c_is_one_line_and_exit_130_without_the_failures_of_the_threads_it_stopped() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_COMMAND], stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline() == "ready\n"
+    process.send_signal(signal.SIGINT)
+    rest = process.stderr.read()
+    assert (process.wait(timeout=30), rest.splitlines()) == (
+        130,
+        ["entitlements: interrupted: stopped what it had started"],
     )

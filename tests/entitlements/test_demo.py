@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,7 @@ class DemoRun:
     burners: int
     returncode: int
     stdout: str
+    stderr: str
     summary: dict[str, Any]
     unexpected_rows: dict[str, list[dict[str, Any]]]  # for a failure's message: what no fault explains
 
@@ -84,7 +86,7 @@ def demo(state_dir: Path, *extra: str, burners: int = 0) -> DemoRun:
     unexpected = summary["verdict"]["unexpected"]
     audit = json.loads((state_dir / "audit.json").read_text())
     rows = {r["name"]: r["rows"] for r in audit["results"] if r["name"] in unexpected}
-    return DemoRun(burners, done.returncode, done.stdout, summary, rows)
+    return DemoRun(burners, done.returncode, done.stdout, done.stderr, summary, rows)
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +99,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[DemoRun]]:
 def test_the_same_seed_at_three_loads_ends_in_the_same_passing_verdict(runs: list[DemoRun]) -> None:
     seen = [(r.returncode, r.verdict_lines) for r in runs]
     assert seen == [(0, EXPECTED_VERDICT)] * 3, [r.unexpected_rows for r in runs]
+
+
+def test_what_the_demo_prints_reads_as_text_never_a_python_dict_or_list(runs: list[DemoRun]) -> None:
+    for run in runs:
+        assert not re.search(r"\{'|\['", run.stdout + run.stderr)
 
 
 def test_the_same_seed_at_three_loads_reports_the_same_findings(runs: list[DemoRun]) -> None:
@@ -134,7 +141,10 @@ def test_each_forced_race_is_refused_by_save_if_active_and_the_unguarded_one_ove
 
 def test_cleanups_parked_in_each_run_were_finished_by_the_retry_worker(runs: list[DemoRun]) -> None:
     drained = [run.summary["retry_worker"] for run in runs]
-    assert [(d["finished"] > 0, d["reparked"], d["empty"]) for d in drained] == [(True, 0, True)] * 3
+    # A retry that fails again (under load, Array's answer can outlast the retry budget) is parked again
+    # and taken by a later pass: what must hold is that the drain ends with nothing left and nothing
+    # malformed. (A run at load 12 reparked 9 and 3 of them, all finished.)
+    assert [(d["finished"] > 0, d["malformed"], d["empty"]) for d in drained] == [(True, 0, True)] * 3
 
 
 def test_every_expiry_reached_its_final_outcome_and_nothing_was_quarantined(runs: list[DemoRun]) -> None:

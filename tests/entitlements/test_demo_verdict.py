@@ -9,9 +9,9 @@ from typing import Any
 
 from devstack.direct_writes import DirectWrites
 from devstack.planted_faults import FaultKind, PlantedFault, plant_faults
-from devstack.simulator import SimulationConfig
+from devstack.workload import SimulationConfig
 from entitlements._demo_verdict import expected_rows, judge, read_manifest, write_manifest
-from pipeline.clock import SimulatedClock
+from schema.clock import SimulatedClock
 
 KINDS = (FaultKind.FAILED_REACTIVATION_DELETE, FaultKind.STRING_TTL, FaultKind.TOKEN_CANARY)
 

@@ -93,3 +93,20 @@ def test_a_librarys_request_line_naming_a_path_is_not_written_at_info(
     logging.getLogger(library).info("HTTP Request: %s %s", "POST", "http://127.0.0.1/user-canary-42/signup")
     logging.getLogger(library).warning("connection pool is full")
     assert [entry["msg"] for entry in _entries(capsys)] == ["connection pool is full"]
+
+
+def test_uvicorns_coloured_copy_of_its_template_is_left_out(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure_logging()
+    # An in-process uvicorn started earlier in this process (devstack's service runner, log_level
+    # "warning") leaves this logger at WARNING; the formatter is what is under test here.
+    monkeypatch.setattr(logging.getLogger("uvicorn.error"), "level", logging.NOTSET)
+    # As uvicorn logs its start: the template, its arguments and a coloured, unfilled copy of it.
+    coloured = "Started server process [\x1b[36m%d\x1b[0m]"
+    logging.getLogger("uvicorn.error").info(
+        "Started server process [%d]", 4242, extra={"color_message": coloured}
+    )
+    [line] = _lines(capsys)
+    assert json.loads(line)["msg"] == "Started server process [4242]"
+    assert "color_message" not in line and "%d" not in line and "\\u001b" not in line

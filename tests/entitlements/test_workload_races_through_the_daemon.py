@@ -24,7 +24,7 @@ from devstack.fake_array import PROCESSOR_TOKEN, FakeArrayServer
 from devstack.fake_transactions import FakeTransactionsServer
 from devstack.moto_server import MotoServer
 from devstack.service_workload import WorkloadConfig, WorkloadSummary, run_service_workload
-from devstack.simulator import Mix
+from devstack.workload import Mix
 from entitlements import compose
 from entitlements._workload import local_service
 from tests.support.kcl import RunningConsumer, running_consumer, stream_contents

@@ -16,11 +16,11 @@ from pipeline.events import EventType
 from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+from pipeline.shard_consumer import CommitPolicy, HandlerRetryPolicy, ShardConsumer
 from schema.errors import FlushIncomplete, RecordRejected, TerminalError
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
-FAST_RETRY = RetryPolicy(attempts=3, max_seconds=5, initial_wait=0.001, max_wait=0.002)
+FAST_RETRY = HandlerRetryPolicy(attempts=3, max_seconds=5, initial_wait=0.001, max_wait=0.002)
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,12 @@ def test_the_restart_backoff_resets_once_a_run_has_delivered_records() -> None:
     assert stop.waits == [1.0, 2.0, 1.0, 2.0, 4.0]
 
 
+def test_the_restart_backoff_never_exceeds_its_cap_before_a_delivery() -> None:
+    stop = _RecordingStop(restarts=6)
+    supervise(_ExitingDaemon([False] * 7), stop, max_backoff=10.0)
+    assert stop.waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
 def test_the_launcher_jvm_gets_the_configured_options(tmp_path: Path) -> None:
     settings = load_settings(consumer={"state_dir": tmp_path, "java_options": "-Xss1m -XX:+UseSerialGC"})
     spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")

@@ -18,7 +18,7 @@ import pipeline.decode as decode_module
 from pipeline.decode import decode_record
 from pipeline.errors import DecodeError
 from pipeline.events import StreamEvent
-from schema.table import ITEM_FIELDS, CleanupRecord, EntitlementRow
+from schema.table import ITEM_FIELDS, CleanupRecord, EntitlementRow, GuardItem, IdempotencyRecord
 
 STREAM_ARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-11-30T10:00:00.000"
 SHARD = "shardId-00000001732960800000-5f0e8c1a"
@@ -53,7 +53,10 @@ attribute_values = st.one_of(
     st.just({"SS": ["a"]}),
     st.sampled_from([{"N": "x1"}, {"N": "1E+126"}, {"S": 1}]),  # refused alike by both branches
 )
-item_attributes = ["pk", "sk", "userId", "arrayAccountId", "status", "ttl", "createdAt", "kind", "other"]
+item_attributes = [
+    "pk", "sk", "userId", "arrayAccountId", "status", "ttl", "createdAt", "kind", "other",
+    "version", "lastWrite", "requestDigest", "responseStatus", "responseBody",
+]  # fmt: skip
 
 
 def usually(draw: st.DrawFn, probability_percent: int = 85) -> bool:
@@ -64,12 +67,23 @@ def usually(draw: st.DrawFn, probability_percent: int = 85) -> bool:
 def images(draw: st.DrawFn, sort_key: str) -> dict[str, Any]:
     image = {"pk": {"S": f"USER#{USER}"}, "sk": {"S": sort_key}}
     if usually(draw):  # a well-formed item of its kind, most of the time
-        image.update(
-            userId={"S": USER},
-            arrayAccountId={"S": "acc-1"},
-            status={"S": draw(st.sampled_from(["Active", "Cancelled"]))},
-            ttl={"N": "1772697600"},
-        )
+        if sort_key == "#GUARD":
+            image.update(userId={"S": USER}, version={"N": "3"}, lastWrite={"S": "tok-1"})
+        elif sort_key.startswith("IDEMPOTENCY#"):
+            image.update(
+                userId={"S": USER},
+                requestDigest={"S": "d-1"},
+                responseStatus={"N": "201"},
+                responseBody={"S": "{}"},
+                ttl={"N": "1772697600"},
+            )
+        else:
+            image.update(
+                userId={"S": USER},
+                arrayAccountId={"S": "acc-1"},
+                status={"S": draw(st.sampled_from(["Active", "Cancelled"]))},
+                ttl={"N": "1772697600"},
+            )
     if not usually(draw, 70):  # then, now and again, a few attributes of any type
         for name in draw(st.lists(st.sampled_from(item_attributes), min_size=1, max_size=3)):
             image[name] = draw(attribute_values)
@@ -81,7 +95,16 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
     """Stream records of every kind and change, mostly well formed, sometimes with images missing,
     extra, of the wrong type or of the wrong kind."""
     sort_key = draw(
-        st.sampled_from(["ENTITLEMENT#acc-1", "CLEANUP#CANCELLATION", "CLEANUP#STALE#acc-1", "X"])
+        st.sampled_from(
+            [
+                "ENTITLEMENT#acc-1",
+                "CLEANUP#CANCELLATION",
+                "CLEANUP#STALE#acc-1",
+                "#GUARD",
+                "IDEMPOTENCY#d",
+                "X",
+            ]
+        )
     )
     event_name = draw(st.sampled_from(["INSERT", "MODIFY", "REMOVE"]))
     ddb: dict[str, Any] = {
@@ -117,7 +140,36 @@ def test_the_records_the_service_writes_take_the_typed_branch(name: str) -> None
     decode_module._decode_typed(json.dumps(record).encode())  # raises when it does not take it
 
 
-def test_the_wire_image_declares_every_item_attribute_and_no_other() -> None:
-    declared = {name for cls in (EntitlementRow, CleanupRecord) for name in ITEM_FIELDS[cls]}
+def test_the_wire_image_declares_every_attribute_of_the_items_the_service_writes_and_no_other() -> None:
+    written = (EntitlementRow, CleanupRecord, GuardItem, IdempotencyRecord)
+    declared = {name for cls in written for name in ITEM_FIELDS[cls]}
 
     assert {field.name for field in msgspec.structs.fields(decode_module._WireImage)} == declared
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        {"sk": {"S": "#GUARD"}, "version": {"N": "4"}, "updatedAt": {"S": "2026-03-04T10:00:00.000Z"},
+         "lastWrite": {"S": "tok-4"}},
+        {"sk": {"S": "IDEMPOTENCY#d-1"}, "requestDigest": {"S": "d-1"}, "responseStatus": {"N": "201"},
+         "responseBody": {"S": "{}"}, "ttl": {"N": "1772697600"}, "createdAt": {"S": "2026-03-04T10:00:00Z"}},
+    ],
+    ids=["guard", "idempotency"],
+)  # fmt: skip
+def test_the_services_own_records_take_the_typed_branch_and_give_the_generic_event(
+    image: dict[str, Any],
+) -> None:
+    full = {"pk": {"S": f"USER#{USER}"}, "userId": {"S": USER}, **image}
+    keys = {"pk": full["pk"], "sk": full["sk"]}
+    record = {
+        "eventID": "e-1",
+        "eventName": "INSERT",
+        "dynamodb": {"ApproximateCreationDateTime": 1772611200123, "Keys": keys, "NewImage": full,
+                     "SequenceNumber": "1"},
+    }  # fmt: skip
+    data = json.dumps(record).encode()
+
+    decode_module._decode_typed(data)  # raises when it does not take it
+    typed, generic = both_branches(data)
+    assert typed == generic

@@ -16,14 +16,14 @@ import pytest
 from botocore.exceptions import ClientError
 from fastapi.testclient import TestClient
 
-from adapters import RetryPolicy
+from adapters import HttpArrayAccounts, HttpTransactions, RetryPolicy
 from config import ArraySettings, PolicySettings, ServiceSettings
 from pipeline.tables import create_table
 from schema import array as wire
 from schema.outcomes import OutcomeEvent, OutcomeKind
 from service.app import ServiceParts, create_app
 from service.arraylink import ArrayLink
-from service.clients import HttpArrayAccounts, HttpTransactions
+from service.clients import SERVICE_ERRORS
 from service.dynamo import EntitlementTable
 from service.outcomes import OutcomeRecorder
 from service.writes import EntitlementService
@@ -197,8 +197,10 @@ def build_world(dynamodb: Any, *, sink: Any | None = None) -> World:
     counting = CountingDynamoDB(dynamodb)
     table = EntitlementTable(counting, table_name, retry=retry)
     settings = ServiceSettings(transactions_base_url=TRANSACTIONS_URL)
-    array = HttpArrayAccounts(ArraySettings(base_url=ARRAY_URL), settings, http=http, retry=retry)
-    transactions = HttpTransactions(settings, http=http, retry=retry)
+    array = HttpArrayAccounts(
+        ArraySettings(base_url=ARRAY_URL), settings, http=http, retry=retry, errors=SERVICE_ERRORS
+    )
+    transactions = HttpTransactions(settings, http=http, retry=retry, errors=SERVICE_ERRORS)
     list_sink = ListSink()
     recorder = OutcomeRecorder(sink or list_sink, FixedClock(NOW))
     parts = ServiceParts(

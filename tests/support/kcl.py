@@ -14,14 +14,17 @@ from typing import Any
 import boto3
 import psutil
 
+from analytics.lake import Lake, lake_from_settings
 from config import Settings, load_settings
+from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
 from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
-from pipeline.clock import Clock, SystemClock
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
+from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from schema.clock import Clock, SystemClock
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"
@@ -130,9 +133,15 @@ class RunningConsumer:
 
 @contextmanager
 def running_consumer(
-    endpoint: str, state_dir: Path, *, worker_id: str = "worker-1", **overrides: Any
+    endpoint: str,
+    state_dir: Path,
+    *,
+    worker_id: str = "worker-1",
+    table: tuple[str, str] | None = None,
+    **overrides: Any,
 ) -> Iterator[RunningConsumer]:
-    name, arn = new_table(endpoint)
+    """A consumer of a fresh table's stream, or of `table` ((name, stream ARN), e.g. another consumer's)."""
+    name, arn = new_table(endpoint) if table is None else table
     settings = consumer_settings(endpoint, name, state_dir, **overrides)
     # The setup command's work: the KCL children only look the cleanup's retry queue up.
     setup_retry_queues(settings)
@@ -171,3 +180,39 @@ def python_children(daemon: KclDaemon) -> list[int]:
         for child in psutil.Process(daemon.pid).children(recursive=True)
         if "entitlements.child" in " ".join(child.cmdline())
     ]
+
+
+@dataclass
+class CleanupStack:
+    """A running consumer whose child lands the lake and cleans up on the fake Array, with the TTL
+    emulator on its table (what the crash and exactly-once daemon tests run under load)."""
+
+    consumer: RunningConsumer
+    array: FakeArrayServer
+    emulator: TtlEmulator
+    endpoint: str
+
+    @property
+    def table(self) -> str:
+        return self.consumer.settings.consumer.table_name
+
+    @property
+    def lake(self) -> Lake:
+        return lake_from_settings(self.consumer.settings)
+
+
+@contextmanager
+def cleanup_stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[CleanupStack]:
+    """The real child with its lake and cleanup handlers on the fake Array, and TTL on the table."""
+    endpoint = moto_server.endpoint
+    ensure_retry_queues(aws_client(endpoint, "sqs"), DEFAULT_RETRY_QUEUE_NAME)  # the setup command's job
+    with (
+        FakeArrayServer(host="127.0.0.1", port=0) as array,
+        running_consumer(
+            endpoint,
+            tmp_path,
+            array={"base_url": array.url, "retry_budget_seconds": 5.0, "max_attempts": 2},
+        ) as consumer,
+        ttl_emulator(moto_server, consumer) as emulator,
+    ):
+        yield CleanupStack(consumer, array, emulator, endpoint)

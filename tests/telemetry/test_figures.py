@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,16 @@ from prometheus_client import REGISTRY
 
 import telemetry
 from config import MetricsSettings
+from pipeline.shard_consumer import ShardConsumer
 from processors.cleanup._procedure import make_outcome
 from processors.cleanup._work import CleanupWork
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from tests.pipeline._consumer_fakes import STREAM, Recorder, make_consumer, records
 from tests.processors.cleanup.cleanup_helpers import FixedClock, ListSink
+
+SHARD_AGE = "entitlements_consumer_shard_record_age_seconds"
+CAUGHT_UP = "entitlements_consumer_shard_caught_up"
 
 
 def sample(name: str, **labels: str) -> float:
@@ -131,3 +136,35 @@ def test_a_delete_held_by_the_budget_counts_in_prometheus_and_emf(tmp_path: Path
     assert sample("entitlements_cleanup_deletes_held_total") == before + 1
     held = [json.loads(line).get("CleanupDeletesHeld") for line in path.read_text().splitlines()]
     assert [1.0] in held  # the interval that held it; the closing document says 0
+
+
+def _shard_consumer_at(tmp_path: Path, now: list[datetime]) -> ShardConsumer:
+    consumer = make_consumer(tmp_path, Recorder("figures-lag"), every=10)
+    consumer._wall_clock = lambda: now[0]  # a clock the test moves
+    return consumer
+
+
+def test_a_shards_newest_record_keeps_ageing_through_empty_reads_which_say_caught_up(tmp_path: Path) -> None:
+    now = [datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC)]  # the fake records were made at 00:00:00
+    consumer = _shard_consumer_at(tmp_path, now)
+    consumer.process(records("e1"), lambda seq: None)
+    behind = (sample(SHARD_AGE, shard="shardId-1"), sample(CAUGHT_UP, shard="shardId-1"))
+    now[0] += timedelta(seconds=60)
+    consumer.process([], lambda seq: None)
+    idle = (sample(SHARD_AGE, shard="shardId-1"), sample(CAUGHT_UP, shard="shardId-1"))
+    assert (behind, idle) == ((30.0, 0.0), (90.0, 1.0))
+
+
+def test_a_shard_that_has_handled_nothing_has_no_record_age_yet_but_says_caught_up(tmp_path: Path) -> None:
+    consumer = make_consumer(tmp_path, Recorder("figures-idle"), every=10)
+    consumer.start("shardId-never")
+    consumer.process([], lambda seq: None)
+    assert (
+        REGISTRY.get_sample_value(SHARD_AGE, {"shard": "shardId-never"}),
+        sample(CAUGHT_UP, shard="shardId-never"),
+    ) == (None, 1.0)
+
+
+def test_stuck_leases_are_a_gauge_of_the_consumer_process() -> None:
+    telemetry.stuck_leases(2)
+    assert sample("entitlements_consumer_stuck_leases") == 2

@@ -14,12 +14,12 @@ from analytics.audits._checks import (
     CHECK_DOCS,
     CHECK_ORDER,
     CheckDefinitionError,
-    Clock,
     Scope,
+    TimeAxis,
 )
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
-from analytics.views import create_views
+from analytics.lake.views import create_views
 from tests.analytics.audits.story import Story
 
 REPOSITORY = Path(__file__).resolve().parents[3]
@@ -83,13 +83,13 @@ PROCESSOR_CLOCK_CHECKS = {
 def test_every_check_dates_its_findings_on_one_declared_clock() -> None:
     checks = load_checks()
     assert all(c.time_column and c.clock for c in checks)
-    assert {c.name for c in checks if c.clock is Clock.PROCESSOR} == PROCESSOR_CLOCK_CHECKS
-    assert {c.clock for c in checks if c.name not in PROCESSOR_CLOCK_CHECKS} == {Clock.STREAM}
+    assert {c.name for c in checks if c.clock is TimeAxis.PROCESSOR} == PROCESSOR_CLOCK_CHECKS
+    assert {c.clock for c in checks if c.name not in PROCESSOR_CLOCK_CHECKS} == {TimeAxis.STREAM}
 
 
 def test_the_processor_clock_checks_date_their_findings_by_an_outcomes_time() -> None:
     for check in load_checks():
-        if check.clock is Clock.PROCESSOR:
+        if check.clock is TimeAxis.PROCESSOR:
             assert "FROM outcomes" in check.sql and "occurred_at" in check.sql, check.name
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,13 @@ from typer.testing import CliRunner
 
 from analytics.audits import AuditReport, read_failures, run_audits
 from analytics.audits._config import Thresholds, load_config
-from analytics.audits._failures import FAILURES_SCHEMA
-from analytics.erasure import AnalyticsLakeEraser
+from analytics.audits._failures import FAILURES_SCHEMA, FailingRows, store_failures
 from analytics.lake import Lake
+from analytics.lake._delta import open_table
+from analytics.lake._meanings import column_meaning, table_meanings
+from analytics.lake.eraser import AnalyticsLakeEraser
 from analytics.lake.purge import AUDIT_FAILURES, PURGED_DATASETS
-from analytics.views import connect, run_read_only
+from analytics.lake.views import connect, run_read_only
 from entitlements.cli import app as cli
 from schema.table import cancellation_key
 from tests.analytics.audits.story import Story, clean_story
@@ -69,6 +71,19 @@ def test_the_report_says_where_the_rows_were_stored(stored: AuditReport) -> None
     assert stored.stored_failures.rows == sum(
         r.rows_involved for r in stored.results if r.status.value != "pass"
     )
+
+
+def test_the_table_a_first_store_creates_carries_its_name_description_and_column_comments(lake: Lake) -> None:
+    finding = FailingRows("duplicate_active_rows", "now", "error", [{"user_id": "mallory"}])
+    store_failures(lake, [finding], audit_id="a1", audited_at=datetime.now(UTC), as_of=None)
+
+    table = open_table(lake, AUDIT_FAILURES)
+    assert table is not None
+    meaning = table_meanings()[AUDIT_FAILURES]
+    assert (table.metadata().name, table.metadata().description) == (meaning.name, meaning.description)
+    comments = {field.name: field.metadata.get("comment") for field in table.schema().fields}
+    assert comments == {name: column_meaning(meaning.name, name) for name in FAILURES_SCHEMA.names}
+    assert all(comments.values())
 
 
 def test_a_stored_row_holds_the_finding_as_the_json_report_gives_it(stored: AuditReport, lake: Lake) -> None:

@@ -69,7 +69,7 @@ def test_markdown_lists_every_check_and_the_failing_rows(planted: AuditReport) -
     text = render_report(planted, "markdown")
     assert text.startswith("# Entitlements audit: ERROR")
     assert all(f"| {r.name} |" in text for r in planted.results)
-    assert "**1** duplicate groups (by user_id), **2** surplus rows, **3** rows involved." in text
+    assert "**1 duplicate group** (by user_id), **2 surplus rows**, **3 rows** involved." in text
     assert "| mallory | acct-m3 | Active |" in text
 
 
@@ -108,8 +108,38 @@ def test_json_is_the_whole_report(planted: AuditReport) -> None:
 
 def test_the_charts_are_png_images(planted: AuditReport) -> None:
     charts = audit_charts(planted)
-    assert [c.title.split(" (")[0] for c in charts] == ["Findings per check", "Findings by day, stream time"]
+    assert [c.title.split(":")[0].split(" (")[0] for c in charts] == [
+        "Findings per check",
+        "Findings by day, stream time",
+    ]
     assert all(c.data_uri.startswith("data:image/png;base64,iVBORw0KGgo") for c in charts)
+
+
+def test_the_findings_chart_bars_only_the_checks_that_found_something(planted: AuditReport) -> None:
+    [per_check] = [c for c in audit_charts(planted) if c.title.startswith("Findings per check")]
+    found = [r for r in planted.results if r.count]
+    assert 0 < len(found) < len(planted.results)
+    assert f"{len(found)} of {len(planted.results)} checks found something" in per_check.title
+    assert per_check.alt == "; ".join(f"{r.name}: {r.count} ({r.status.value})" for r in found)
+
+
+def test_an_audit_that_found_nothing_draws_no_findings_chart(planted: AuditReport) -> None:
+    clean = planted.model_copy(
+        update={"results": [r.model_copy(update={"count": 0, "timeline": {}}) for r in planted.results]}
+    )
+    assert audit_charts(clean) == []
+
+
+def test_counts_read_as_english_one_row_and_many_rows(planted: AuditReport) -> None:
+    html = render_report(planted, "html")
+    assert not re.search(r"\b1</b>? rows\b|\b1 rows\b", html)
+    assert "<b>3 rows</b> involved" in html  # the planted duplicate group (three rows)
+
+
+def test_the_html_report_links_the_docs_and_sql_it_names(planted: AuditReport) -> None:
+    html = render_report(planted, "html")
+    assert re.search(r'<a href="file://[^"]+/docs/operations/audits\.md#[^"]+"><code>docs/', html)
+    assert re.search(r'<a href="file://[^"]+\.sql"><code>[^<]+\.sql</code></a>', html)
 
 
 @pytest.fixture
@@ -147,7 +177,7 @@ def test_the_html_report_renders_in_headless_chromium_with_its_findings(
     page.write_text(render_report(planted, "html"), encoding="utf-8")
     dom = run_chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
     assert '<span class="badge error" id="overall-status">ERROR</span>' in dom
-    assert "<b>1</b> duplicate groups (by user_id), <b>2</b> surplus rows, <b>3</b> rows involved." in dom
+    assert "<b>1 duplicate group</b> (by user_id), <b>2 surplus rows</b>, <b>3 rows</b> involved." in dom
     assert "<td>ENTITLEMENT#acct-m3</td>" in dom
     assert "cleanup_ttl_not_actionable" in dom and "<td>string</td>" in dom
     assert dom.count('<img class="chart"') == 2

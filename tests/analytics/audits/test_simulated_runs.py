@@ -15,7 +15,8 @@ from analytics.audits import AuditReport, render_report, run_audits
 from analytics.lake import LakeHandler, open_lake
 from devstack.direct_writes import DirectWrites
 from devstack.planted_faults import CANARY_TOKEN_PREFIX, FaultKind
-from devstack.simulator import SimulationConfig, SimulationSummary, run_simulation
+from devstack.simulator import run_simulation
+from devstack.workload import SimulationConfig, SimulationSummary
 from pipeline.decode import decode_stream_record
 from pipeline.tables import TableDescription, create_table
 from tests.analytics.audits.conftest import found, keys

@@ -1,6 +1,7 @@
 """Fixtures for tests that run on both kinds of lake: `any_lake` is a fresh local lake, then a fresh
-lake on moto's S3 (loopback only; moto in a process of its own, one per module: delta-rs holds the
-interpreter while it waits for S3, so an in-process moto could never answer)."""
+lake on moto's S3 (loopback only; moto in a process of its own, one per test run (per xdist worker), each
+lake in a bucket of its own: delta-rs holds the interpreter while it waits for S3, so an in-process moto
+could never answer)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from analytics.lake import Lake, open_lake
 from devstack.moto_process import moto_process
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def moto_s3_endpoint() -> Iterator[str]:
     with moto_process() as moto:
         assert moto.endpoint.startswith("http://127.0.0.1:")

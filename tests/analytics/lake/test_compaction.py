@@ -21,9 +21,12 @@ from analytics.lake import (
     read_snapshot,
     snapshot,
 )
+from analytics.lake import landing as landing_module
 from analytics.lake._delta import delete_rows, open_table
+from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake.compaction import CompactionResult, tier_target
-from analytics.views import connect
+from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner
+from analytics.lake.views import connect
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
@@ -53,8 +56,12 @@ def test_compaction_keeps_every_event_exactly_once_in_the_views(lake: Lake, hist
     assert con.execute("SELECT count(*) FROM outcomes").fetchall() == [(len(history.outcomes),)]
 
 
-def test_compaction_removes_the_duplicates_of_a_replay(lake: Lake, history: TableSim) -> None:
+def test_compaction_removes_the_duplicates_of_a_replay(
+    lake: Lake, history: TableSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _land(lake, history, flush_rows=10)
+    # The replay lands without the high-water marks' plan, as before they were kept: duplicates.
+    monkeypatch.setattr(landing_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
     _land(lake, history, flush_rows=17)
     result = compact(lake, small_file_bytes=10**9)
     assert result.duplicates_dropped[CHANGES] == len(history.events)
@@ -205,3 +212,49 @@ def test_landing_compaction_and_purges_on_one_table_at_once_fail_nothing_and_kee
     assert con.execute("SELECT count(*) FROM raw_changes WHERE user_id IN ('u001', 'u002')").fetchall() == [
         (0,)
     ]
+
+
+def test_a_compaction_refused_the_maintenance_lease_merges_nothing(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    before = {name: data_files(lake, name) for name in (CHANGES, OUTCOMES)}
+    assert MaintenanceRunner(lake, MaintenancePolicy(compact_every_commits=10**6)).step().leader
+
+    result = compact(lake, exclusive=MaintenanceRunner(lake).hold)
+
+    assert dict(result.not_leader) == {CHANGES: 1, OUTCOMES: 1}
+    assert sum(result.files_merged.values()) == 0
+    assert {name: data_files(lake, name) for name in (CHANGES, OUTCOMES)} == before
+
+
+def test_a_compaction_beside_the_leaders_at_one_instant_runs_once_and_keeps_every_row_once(
+    any_lake: Lake, history: TableSim
+) -> None:
+    """The hazard the lease exists for: two OPTIMIZEs of one version would both commit."""
+    _land(any_lake, history)
+    policy = MaintenancePolicy(compact_every_commits=10, first_tier_bytes=1 << 30)
+    leader, command = MaintenanceRunner(any_lake, policy), MaintenanceRunner(any_lake, policy)
+    barrier = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def run(work: Callable[[], object]) -> None:
+        barrier.wait()
+        try:
+            work()
+        except BaseException as error:  # a failed side must fail the test, not vanish in a thread
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=run, args=(leader.step,)),
+        threading.Thread(target=run, args=(partial(compact, any_lake, exclusive=command.hold),)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not failures
+    table = open_table(any_lake, CHANGES)
+    assert table is not None
+    optimizes = [e for e in table.history() if e.get("operation") == "OPTIMIZE"]
+    assert len(optimizes) == 1
+    rows = table.to_pyarrow_table(columns=["stream_arn", "shard_id", "sequence_number"])
+    assert rows.num_rows == rows.group_by(rows.column_names).aggregate([]).num_rows == len(history.events)

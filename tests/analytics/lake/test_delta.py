@@ -9,11 +9,14 @@ from typing import Any
 
 import deltalake
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 from analytics.lake import Lake, open_lake
 from analytics.lake import _delta as delta_module
 from analytics.lake._delta import COMMIT_ID, append, delete_rows, ensure_table, expunge, open_table
+from analytics.lake.maintenance import MaintenancePolicy
+from config import LakeSettings
 from tests.analytics.lake.delta_files import table_ids
 
 SCHEMA = pa.schema([pa.field("n", pa.int64())])
@@ -130,3 +133,47 @@ def test_writers_append_while_erasures_clean_the_log_and_every_append_lands(lake
     kept = [*range(60), *range(100, 160)]
     assert sorted(appended) == kept
     assert [n for n in _numbers(lake) if n < 1000] == kept  # each append once
+
+
+def _log_entries(lake: Lake) -> list[str]:
+    selector = pafs.FileSelector(lake.path("t/_delta_log"), allow_not_found=True)
+    return sorted(i.base_name for i in lake.fs.get_file_info(selector) if i.base_name.endswith(".json"))
+
+
+def test_a_new_table_carries_the_shipped_cadence_checkpoints_and_retentions(lake: Lake) -> None:
+    shipped = MaintenancePolicy.from_settings(LakeSettings()).table_properties()
+    configuration = ensure_table(lake, "t", SCHEMA).metadata().configuration
+    assert {key: configuration.get(key) for key in shipped} == shipped
+    assert configuration["delta.checkpointInterval"] == str(LakeSettings().checkpoint_interval)
+
+
+def test_an_expunge_puts_back_the_log_retention_the_table_was_configured_with(any_lake: Lake) -> None:
+    table = ensure_table(any_lake, "t", USERS)
+    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 36 hours"})
+    for n in range(3):
+        append(any_lake, ensure_table(any_lake, "t", USERS), "t", _rows("erased", n))
+    delete_rows(any_lake, "t", "user_id = 'erased'")
+
+    expunge(any_lake, "t")
+
+    latest = open_table(any_lake, "t")
+    assert latest is not None
+    assert latest.metadata().configuration["delta.logRetentionDuration"] == "interval 36 hours"
+    checkpoint = latest.version() - 1  # the expunge's checkpoint, then the retention's restoring commit
+    assert _log_entries(any_lake) == [f"{v:020d}.json" for v in (checkpoint, checkpoint + 1)]
+
+
+def test_an_expunge_after_one_that_died_with_the_retention_short_puts_back_the_shipped_one(
+    lake: Lake,
+) -> None:
+    table = ensure_table(lake, "t", USERS)
+    table.alter.set_table_properties({"delta.logRetentionDuration": "interval 0 seconds"})
+
+    expunge(lake, "t")
+
+    latest = open_table(lake, "t")
+    assert latest is not None
+    shipped = MaintenancePolicy.from_settings(LakeSettings()).table_properties()
+    assert (
+        latest.metadata().configuration["delta.logRetentionDuration"] == shipped["delta.logRetentionDuration"]
+    )

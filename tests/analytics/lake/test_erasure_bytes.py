@@ -16,10 +16,12 @@ from deltalake.exceptions import DeltaError
 
 from analytics import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, compact, purge_users, snapshot, snapshot_as_of
+from analytics.lake import landing as landing_module
 from analytics.lake._delta import delete_rows, open_table
+from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake._traces import table_files
 from analytics.lake.purge import ORPHAN_AGE
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import LakeSettings
 from schema.errors import RetryableError
 from tests.analytics.lake.delta_files import data_files
@@ -88,7 +90,9 @@ def _accounts_of(lake: Lake, user_id: str) -> list[str]:
 
 def _failed_landing(lake: Lake, sim: TableSim, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """A landing whose commit fails after writing its data files (the erased user's events, replayed);
-    returns those files, lake-relative."""
+    returns those files, lake-relative. The replay lands without the high-water marks' plan, which would
+    otherwise drop every event as already landed and leave nothing to commit."""
+    monkeypatch.setattr(landing_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
     written = failing_commits(monkeypatch, lake)
     handler = LakeHandler(lake, LakeSettings(flush_rows=10**6))
     for event in sim.events:

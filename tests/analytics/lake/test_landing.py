@@ -21,18 +21,13 @@ from analytics.lake import (
     purge_users,
 )
 from analytics.lake._delta import open_table
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import LakeSettings
-from pipeline.handlers import Handler
 from schema.errors import RetryableError
 from schema.outcomes import OutcomeKind
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lake.delta_files import rows as _rows
 from tests.analytics.lakesim import CANARY, SECRET_NOTE, TableSim, final_outcome
-
-
-def test_the_handler_satisfies_the_pipeline_handler_protocol(lake: Lake) -> None:
-    assert isinstance(LakeHandler(lake), Handler)
 
 
 def test_every_event_becomes_one_row_with_typed_old_and_new_columns(lake: Lake, history: TableSim) -> None:
@@ -143,7 +138,7 @@ def _version(lake: Lake, table: str) -> int:
     return -1 if delta is None else int(delta.version())
 
 
-def test_a_retried_batch_lands_again_and_the_views_hold_each_event_once(
+def test_a_retried_batch_is_dropped_as_a_replay_and_the_table_holds_each_event_once(
     lake: Lake, history: TableSim
 ) -> None:
     for _ in range(2):
@@ -151,7 +146,8 @@ def test_a_retried_batch_lands_again_and_the_views_hold_each_event_once(
         for event in history.events[:40]:
             handler.add(event)
         handler.flush()
-    assert _rows(lake, CHANGES) == 80
+    assert _rows(lake, CHANGES) == 40
+    assert handler.stats.replays_dropped == 40
     assert connect(lake).execute("SELECT count(*) FROM changes").fetchall() == [(40,)]
 
 
@@ -298,17 +294,15 @@ def _raw_outcomes(lake: Lake) -> list[tuple[str, str]]:
     return [(str(identity), str(kind)) for identity, kind in rows]
 
 
-def test_a_replays_final_outcome_lands_beside_the_first_ones_file_never_over_it(lake: Lake) -> None:
+def test_a_replays_final_outcome_is_dropped_and_the_first_one_committed_stands(lake: Lake) -> None:
     deleted = final_outcome(OutcomeKind.CLEANUP_DELETED, minute=0)
     already = final_outcome(OutcomeKind.CLEANUP_ALREADY_DELETED, minute=1)
     for outcome in (deleted, already):  # two processes: the first, then its crash replay
         handler = LakeHandler(lake)
         handler.add_outcome(outcome)
         handler.flush()
-    assert _raw_outcomes(lake) == [
-        (already.outcome_id, "cleanup.already_deleted"),
-        (deleted.outcome_id, "cleanup.deleted"),
-    ]
+    assert handler.stats.replays_dropped == 1
+    assert _raw_outcomes(lake) == [(deleted.outcome_id, "cleanup.deleted")]
 
 
 def test_of_two_final_outcomes_of_one_expiry_in_one_buffer_the_preferred_one_is_written(lake: Lake) -> None:

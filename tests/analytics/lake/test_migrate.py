@@ -20,7 +20,7 @@ from analytics.lake import migrate as migrate_module
 from analytics.lake._errors import TableLogMissing
 from analytics.lake._files import read_bytes
 from analytics.lake.migrate import migrate, old_format_files
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import LakeSettings
 from entitlements.cli import app
 from tests.analytics.audits.story import Story, clean_story

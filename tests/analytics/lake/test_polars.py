@@ -12,7 +12,7 @@ from analytics import AnalyticsLakeEraser
 from analytics.lake import CHANGES, Lake, open_lake
 from analytics.lake._delta import _options
 from analytics.lake._mask import read_mask
-from analytics.views import SQL_DIR, connect
+from analytics.lake.views import SQL_DIR, connect
 from tests.analytics.audits.story import Story, clean_story
 
 AUDIT = SQL_DIR / "audits" / "duplicate_active_rows.sql"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,11 +20,11 @@ from analytics.lake import (
     snapshot_as_of,
     state_at_version,
 )
-from analytics.lake._delta import append, ensure_table, open_table
+from analytics.lake._delta import append, ensure_table, expunge, open_table
 from analytics.lake._schema import AUDIT_FAILURES, AUDIT_FAILURES_SCHEMA
 from analytics.lake._versions import oldest_version
 from analytics.lake.purge import ORPHAN_AGE, remove_orphans
-from analytics.views import connect
+from analytics.lake.views import connect
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
 
 _land = partial(land, flush_rows=25)
@@ -118,7 +119,7 @@ def test_orphan_removal_keeps_the_files_of_every_version_the_log_still_holds(
     lake: Lake, history: TableSim
 ) -> None:
     _land(lake, history)
-    purge_users(lake, ["nobody"])  # the log now starts at the purge's checkpoint
+    expunge(lake, "changes")  # the log now starts at a checkpoint, as after a purge's clean-up
     oldest = oldest_version(lake, "changes")
     compact(lake, small_file_bytes=10**9)  # removes the files that version reads
     far = datetime.now(UTC) + timedelta(days=3650)
@@ -167,8 +168,71 @@ def test_a_commits_temporary_log_file_older_than_the_bound_is_deleted(lake: Lake
     entries = sorted(name for name in os.listdir(log) if not name.endswith(".tmp"))
     purge_users(lake, ["nobody"])
     after = sorted(os.listdir(log))
-    assert (
+    assert (  # the leftover gone, every committed entry kept (the sweep runs when nothing is purged too)
         not os.path.exists(leftover)
-        and set(after) - set(entries)
+        and set(entries) <= set(after)
         and _count(lake, "SELECT count(*) FROM changes")
     )
+
+
+def _rows_of(lake: Lake, name: str, user: str) -> int:
+    """The user's rows in table `name`, read with deltalake's own reader (the same predicate's columns)."""
+    table = open_table(lake, name)
+    assert table is not None
+    data = table.to_pyarrow_table()
+    columns = [c for c in ("user_id", "other_user_id") if c in data.column_names]
+    return sum(
+        1
+        for row in data.to_pylist()
+        if any(row[c] == user for c in columns) or row.get("pk") == f"USER#{user}"
+    )
+
+
+def test_purge_counts_each_users_rows_per_table_not_the_batchs(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    snapshot(lake)
+    users = ["u001", "u002", "u003"]
+    before = {
+        user: {name: _rows_of(lake, name, user) for name in ("changes", "outcomes", "snapshots/state")}
+        for user in users
+    }
+    counts = purge_users(lake, users)
+    assert {user: {n: counts.rows_by_user[user].get(n, 0) for n in before[user]} for user in users} == before
+    assert len({tuple(per_table.values()) for per_table in before.values()}) > 1  # the users differ
+    assert counts.rows["changes"] == sum(before[user]["changes"] for user in users)
+
+
+def test_a_user_with_no_rows_is_counted_nowhere(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    counts = purge_users(lake, ["u001", "nobody"])
+    assert "nobody" not in counts.rows_by_user and counts.rows_by_user["u001"]["changes"] > 0
+
+
+def _log_entries(lake: Lake) -> list[str]:
+    return sorted(os.listdir(lake.path("changes/_delta_log")))
+
+
+def test_a_table_holding_none_of_the_users_and_only_appends_since_its_clean_up_is_left_as_it_is(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    purge_users(lake, ["u001"])  # a clean-up: the log starts at its checkpoint
+    history.random_history(users=30, operations=40)
+    _land(lake, history)  # appends after it (what was landed before is dropped as a replay)
+    before = _log_entries(lake)
+    counts = purge_users(lake, ["nobody"])
+    assert counts.total_rows == 0 and _log_entries(lake) == before  # no DELETE, no clean-up commit
+
+
+def test_a_table_whose_log_holds_a_removal_is_cleaned_though_it_holds_none_of_the_users(
+    lake: Lake, history: TableSim
+) -> None:
+    _land(lake, history)
+    purge_users(lake, ["u001"])
+    compact(lake, small_file_bytes=10**9)  # removes files: their log entries still name what they held
+    purge_users(lake, ["nobody"])
+    assert oldest_version(lake, "changes") == max(
+        int(entry.split(".")[0]) for entry in _log_entries(lake) if entry.endswith(".checkpoint.parquet")
+    )
+    held = [entry for entry in _log_entries(lake) if entry.endswith(".json")]
+    assert not any('"remove"' in Path(lake.path(f"changes/_delta_log/{entry}")).read_text() for entry in held)

@@ -4,7 +4,6 @@ own: delta-rs holds the interpreter while it waits for S3, so an in-process moto
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import boto3
 import pytest
@@ -21,16 +20,15 @@ from analytics.lake import (
     state_as_of,
 )
 from analytics.lake._delta import open_table
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import LakeSettings
-from devstack.moto_process import moto_process
 from tests.analytics.lakesim import TableSim, replay, state_rows
 
 
-@pytest.fixture(scope="module")
-def moto_s3() -> Iterator[str]:
-    with moto_process(ttl_interval_seconds=0.2) as moto:
-        yield moto.endpoint
+@pytest.fixture
+def moto_s3(moto_s3_endpoint: str) -> str:
+    """The run's moto process (tests/analytics/lake/conftest.py); each lake is in a bucket of its own."""
+    return moto_s3_endpoint
 
 
 @pytest.fixture

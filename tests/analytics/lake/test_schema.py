@@ -60,3 +60,33 @@ def test_every_dataset_carries_the_user_id() -> None:
     allow = default_allow_list()
     for schema in (changes_schema(allow), state_schema(allow), OUTCOMES_SCHEMA):
         assert "user_id" in schema.names
+
+
+def test_a_string_attribute_named_as_a_time_lands_beside_its_utc_timestamp_twin(tmp_path: Path) -> None:
+    path = tmp_path / "allow.json"
+    attributes = [
+        {"attribute": "shippedAt", "column": "shipped_at", "type": "string"},
+        {"attribute": "note", "column": "note", "type": "string"},
+    ]
+    path.write_text(json.dumps({"attributes": attributes}))
+    schema = changes_schema(load_allow_list(path))
+    assert schema.field("new_shipped_at").type == pa.string()
+    assert schema.field("new_shipped_at_ts").type == pa.timestamp("us", tz="UTC")
+    assert "new_note_ts" not in schema.names
+
+
+def test_an_attribute_taking_a_time_twins_column_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "allow.json"
+    attributes = [
+        {"attribute": "shippedAt", "column": "shipped_at", "type": "string"},
+        {"attribute": "other", "column": "shipped_at_ts", "type": "string"},
+    ]
+    path.write_text(json.dumps({"attributes": attributes}))
+    with pytest.raises(AllowListError):
+        load_allow_list(path)
+
+
+def test_the_declared_schemas_carry_no_comment_so_a_change_of_words_never_stops_a_writer() -> None:
+    allow = default_allow_list()
+    for schema in (changes_schema(allow), state_schema(allow), OUTCOMES_SCHEMA):
+        assert all(not field.metadata for field in schema)

@@ -26,6 +26,11 @@ def test_every_report_has_a_title_a_description_and_a_chart() -> None:
         assert report.sql_file == f"analytics/sql/mining/{report.name}.sql"
 
 
+def test_cleanup_latency_says_how_a_simulated_clock_stretches_real_lag() -> None:
+    (latency,) = [r for r in load_reports() if r.name == "cleanup_latency"]
+    assert "simulated clock" in latency.description and "seconds of real lag" in latency.description
+
+
 def test_a_chart_header_names_its_kind_axis_and_series() -> None:
     (daily,) = [r for r in load_reports() if r.name == "daily_activity"]
     assert daily.chart == ChartSpec(

@@ -18,8 +18,8 @@ import msgspec
 import pytest
 
 from analytics.lake import Lake, LakeMissing, open_lake
+from analytics.lake.views import connect
 from analytics.mining import MiningError, load_reports, report_charts, run_report
-from analytics.views import connect
 from config import PolicySettings
 from tests.analytics.audits.story import Story, clean_story
 from tests.support.lake_templates import LakeTemplates

@@ -8,6 +8,7 @@ the command has one, a missing path, a malformed file and an unreachable endpoin
 
 from __future__ import annotations
 
+import json
 import socket
 import uuid
 from collections.abc import Callable, Iterator
@@ -50,6 +51,7 @@ COMMANDS: dict[str, list[str]] = {
     "cleanup repair": ["cleanup", "repair", "--dry-run"],
     "erasure setup": ["erasure", "setup"],
     "erasure worker": ["erasure", "worker", "--wait-seconds", "0"],
+    "erasure try": ["erasure", "try", "CHECK", "--key-kind", "ACCOUNT", "--key", "acct-1", "--wait", "1"],
     "relinker setup": ["relinker", "setup"],
     "relinker enqueue": ["relinker", "enqueue", "--user", "u1"],
     "relinker run": ["relinker", "run", "--drain", "--max-seconds", "5"],
@@ -207,6 +209,7 @@ DEAD_AWS = [
     "cleanup repair",
     "erasure setup",
     "erasure worker",
+    "erasure try",
     "relinker setup",
     "relinker enqueue",
     "relinker run",
@@ -242,7 +245,9 @@ def silent_port() -> Iterator[int]:
 # botocore's defaults (60 s reads, every attempt retried) would take over six minutes here: the timeout
 # fails the test instead, with room for any load.
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("command", ["table create", "erasure setup", "cleanup setup"])
+@pytest.mark.parametrize(
+    "command", ["table create", "erasure setup", "cleanup setup", "relinker setup", "relinker enqueue"]
+)
 def test_a_setup_command_against_an_endpoint_that_never_answers_is_one_line(
     world: World, silent_port: int, command: str
 ) -> None:
@@ -297,6 +302,31 @@ def test_serve_on_the_settings_port_in_use_names_it(world: World) -> None:
     assert f"port {world.busy}" in line and "ENTITLEMENTS_SERVICE__PORT" in line
 
 
+def test_serve_on_a_port_past_65535_is_a_usage_line_not_an_overflow(world: World) -> None:
+    line = refused_on_one_line(world.run([*COMMANDS["serve"], "--port", "70000"]))
+    assert "Invalid value for '--port'" in line and "65535" in line and "Overflow" not in line
+
+
+# A label over 63 characters is refused by the IDNA codec before any resolver is asked (no DNS query).
+@pytest.mark.parametrize(
+    ("option", "variable"),
+    [(["--host", "h" * 64], None), ([], "ENTITLEMENTS_SERVICE__HOST")],
+)
+def test_serve_on_a_host_that_does_not_resolve_names_the_option_never_the_value(
+    world: World, option: list[str], variable: str | None
+) -> None:
+    env = {variable: "h" * 64} if variable else {}
+    line = refused_on_one_line(world.run([*COMMANDS["serve"], *option, "--port", "0"], **env))
+    assert f"({variable or '--host'}) is neither an IP address nor a name that resolves" in line
+    assert "h" * 64 not in line and "gaierror" not in line
+
+
+def test_serve_on_an_address_no_interface_holds_says_so(world: World) -> None:
+    # 192.0.2.1: TEST-NET-1, documentation only, on no interface of a test machine; never sent to.
+    line = refused_on_one_line(world.run([*COMMANDS["serve"], "--host", "192.0.2.1", "--port", "0"]))
+    assert "cannot listen on the address to serve on (--host): Cannot assign requested address" in line
+
+
 def test_local_up_refuses_a_port_given_twice(world: World) -> None:
     line = refused_on_one_line(world.run([*COMMANDS["local up"], "--array-port", "{busy}"]))
     assert f"port {world.busy}" in line
@@ -328,6 +358,37 @@ def test_erasure_worker_before_erasure_setup_names_the_setup(world: World) -> No
     assert "run `entitlements erasure setup` first" in line
 
 
+def test_erasure_try_before_erasure_setup_names_the_setup_and_publishes_nothing(world: World) -> None:
+    line = refused_on_one_line(world.run(COMMANDS["erasure try"]))
+    assert "no erasure topic named" in line and "run entitlements erasure setup" in line
+
+
+def test_erasure_try_with_a_key_the_contract_refuses_never_shows_the_key(world: World) -> None:
+    # An address key holds no A to Z.
+    argv = ["erasure", "try", "CHECK", "--key-kind", "ADDRESS", "--key", f"Upper-{CANARY}", "--wait", "1"]
+    assert world.run(["erasure", "setup"]).exit_code == 0
+    line = refused_on_one_line(world.run(argv))
+    assert "the contract refuses this request" in line and CANARY not in line
+    sqs = client(world.moto, "sqs")
+    queue = sqs.get_queue_url(QueueName=world.env["ENTITLEMENTS_ERASURE__QUEUE_NAME"])["QueueUrl"]
+    assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []) == []
+
+
+def test_erasure_try_with_a_send_no_on_check_is_refused(world: World) -> None:
+    line = refused_on_one_line(world.run([*COMMANDS["erasure try"], "--send-no", "2"]))
+    assert "CHECK has no sendNo (only ERASE does)" in line
+
+
+def test_erasure_try_with_no_worker_running_says_no_answer_came(world: World) -> None:
+    assert world.run(["erasure", "setup"]).exit_code == 0
+    result = world.run(COMMANDS["erasure try"])
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 1 and "Traceback" not in result.output + result.stderr
+    assert lines[0].startswith("published erasure/CHECK on"), result.stderr
+    assert "acct-1" not in result.stderr
+    assert "no answer within 1 s" in lines[-1] and "erasure worker" in lines[-1]
+
+
 def test_the_cleanup_retry_worker_before_cleanup_setup_names_the_setup(world: World) -> None:
     # A queue of this test's own: the default name may have been made on the session's moto by any
     # other test that ran `cleanup setup` in this process.
@@ -350,6 +411,16 @@ def test_a_missing_lake_names_its_path_and_never_creates_it(world: World, comman
     line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE__ROOT="{tmp}/nowhere"))
     assert str(world.tmp / "nowhere") in line
     assert not (world.tmp / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["sql", "mine", "audit"])
+def test_a_missing_lake_beside_the_demos_points_at_the_demos(world: World, command: str) -> None:
+    clean_story().land(open_lake(str(world.tmp / "var" / "demo" / "lake")))  # `demo`'s default place
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE__ROOT="var/lake"))
+    demo = world.tmp / "var" / "demo" / "lake"
+    assert line.startswith("entitlements: lake not found at var/lake")
+    assert line.endswith(f"(the demo's lake is {demo}: export ENTITLEMENTS_LAKE__ROOT={demo} to read it)")
+    assert not (world.tmp / "var" / "lake").exists()
 
 
 def test_erasure_validate_with_a_missing_file_names_it(world: World) -> None:
@@ -441,6 +512,51 @@ def test_a_damaged_lake_file_is_one_line(world: World, command: str) -> None:
     refused_on_one_line(world.run(COMMANDS[command]))
 
 
+@pytest.mark.parametrize("command", ["sql", "mine", "audit"])
+def test_a_truncated_lake_file_is_named_by_its_path_with_the_fix(world: World, command: str) -> None:
+    lake = open_lake(str(world.tmp / "lake"))
+    clean_story().land(lake)
+    damaged = world.tmp / "lake" / data_files(lake, "changes")[0]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    line = refused_on_one_line(world.run(COMMANDS[command]))
+    assert f"the lake file {damaged} cannot be read" in line and "entitlements lake files" in line
+    assert "unexpected" not in line
+
+
+def _newer_protocol(world: World) -> None:
+    """A commit on `changes` that asks its readers for a table feature no deltalake release knows."""
+    lake = open_lake(str(world.tmp / "lake"))
+    clean_story().land(lake)
+    log = world.tmp / "lake" / "changes" / "_delta_log"
+    version = max(int(path.stem) for path in log.glob("*.json")) + 1
+    protocol = {
+        "minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["featureFromTheFuture"], "writerFeatures": ["featureFromTheFuture"],
+    }  # fmt: skip
+    commit = [{"protocol": protocol}, {"commitInfo": {"timestamp": 1764633600000, "operation": "WRITE"}}]
+    (log / f"{version:020d}.json").write_text("".join(json.dumps(action) + "\n" for action in commit))
+
+
+@pytest.mark.parametrize("command", ["sql", "snapshot", "mine", "audit"])
+def test_a_lake_needing_a_newer_delta_reader_says_so_never_check_the_endpoint(
+    world: World, command: str
+) -> None:
+    _newer_protocol(world)
+    line = refused_on_one_line(world.run(COMMANDS[command]))
+    assert "a Delta protocol or feature this reader does not support" in line
+    assert "ENDPOINT" not in line and "credentials" not in line
+
+
+@pytest.mark.parametrize("command", LAKE_READS)
+def test_a_lake_root_of_an_unsupported_scheme_is_named_as_such_not_as_missing(
+    world: World, command: str
+) -> None:
+    create_table(client(world.moto, "dynamodb"), world.env["ENTITLEMENTS_CONSUMER__TABLE_NAME"])
+    line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_LAKE__ROOT="gs://bucket/lake"))
+    assert "ENTITLEMENTS_LAKE__ROOT: a gs:// lake is not supported: give a folder or s3://" in line
+    assert "not found" not in line
+
+
 def test_audit_with_a_malformed_thresholds_file_names_it(world: World) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
     (world.tmp / "thresholds.toml").write_text("[checks\nnot toml")
@@ -527,6 +643,40 @@ def test_cleanup_repair_on_a_table_holding_none_of_the_lakes_rows_names_the_like
     line = refused_on_one_line(world.run(COMMANDS["cleanup repair"]))
     assert "holds none of the rows of the" in line and "likely the wrong table" in line
     assert "ENTITLEMENTS_CONSUMER__TABLE_NAME" in line
+
+
+def test_simulate_against_a_service_that_never_answers_is_refused_not_a_summary_and_exit_0(
+    world: World,
+) -> None:
+    create_table(client(world.moto, "dynamodb"), world.env["ENTITLEMENTS_CONSUMER__TABLE_NAME"])
+    argv = [*COMMANDS["simulate"], "--clients", "2", "--service-url", "http://127.0.0.1:{closed}/x"]
+    line = refused_on_one_line(world.run(argv))
+    assert line == (
+        f"entitlements: simulate: none of the 5 requests got an answer from http://127.0.0.1:{world.closed}: "
+        "is the service running there? (--service-url names it; without it one starts in this process)"
+    )
+
+
+def test_simulate_whose_service_cannot_complete_an_operation_exits_1_and_writes_no_row(
+    world: World,
+) -> None:
+    # The settings' Array is the closed port: the in-process service answers each signup unavailable.
+    dynamodb = client(world.moto, "dynamodb")
+    table = world.env["ENTITLEMENTS_CONSUMER__TABLE_NAME"]
+    create_table(dynamodb, table)
+    result = world.run([*COMMANDS["simulate"], "--signup-weight", "1", *_ONLY_SIGNUPS])
+    line = refused_on_one_line(result)
+    assert (
+        result.exit_code == 1
+        and "5 of 5 operations failed" in line
+        and "ENTITLEMENTS_ARRAY__BASE_URL" in line
+    )
+    assert dynamodb.scan(TableName=table)["Count"] == 0
+
+
+_ONLY_SIGNUPS = [
+    "--cancel-weight", "0", "--reactivate-weight", "0", "--second-signup-weight", "0", "--relink-weight", "0"
+]  # fmt: skip
 
 
 def test_an_audit_over_no_change_rows_and_some_outcomes_never_passes(world: World) -> None:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analytics import lake_from_settings
-from analytics.views import connect
+from analytics.lake.views import connect
 from config import load_settings
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
@@ -181,6 +181,37 @@ def test_consume_says_it_stopped_and_on_which_signal_when_it_stops(
     assert result.stderr.splitlines()[-1] == (
         "consume: stopped on SIGTERM; the KCL daemon checkpointed what it had flushed and exited"
     )
+
+
+def test_consume_of_a_kinesis_source_reads_its_stream_without_looking_up_the_tables_dynamodb_stream(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from entitlements.commands import consume as command  # noqa: PLC0415
+
+    kinesis = "arn:aws:kinesis:eu-west-1:123456789012:stream/entitlements-changes"
+    specs: list[object] = []
+    monkeypatch.setattr(compose, "launcher", lambda settings: None)
+    monkeypatch.setattr(command.signal, "signal", lambda signum, handler: None)
+
+    def no_lookup(settings: object, **kwargs: object) -> str:
+        raise AssertionError("the table's DynamoDB stream was looked up")
+
+    def supervised(settings: object, spec: object, worker: str, stop: object) -> int:
+        specs.append(spec)
+        return 0
+
+    monkeypatch.setattr(compose, "table_stream_arn", no_lookup)
+    monkeypatch.setattr(command, "_supervise_with_metrics", supervised)
+    env = {
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"),
+        "ENTITLEMENTS_AWS__REGION": REGION,
+        "ENTITLEMENTS_SOURCE__KIND": "kinesis",
+        "ENTITLEMENTS_SOURCE__STREAM_ARN": kinesis,
+    }
+    result = runner.invoke(app, ["consume", "--worker-id", "w1"], env=env)
+    assert (result.exit_code, len(specs)) == (0, 1), result.output
+    properties = (tmp_path / "state" / "daemon" / "launcher-w1.properties").read_text()
+    assert (f"kinesisStreamArn = {kinesis}\n" in properties, "streamArn =" in properties) == (True, False)
 
 
 def test_the_stopped_line_says_when_the_daemon_had_to_be_killed() -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from config import ClockSettings, load_settings
 from devstack.stack import StackEndpoints
-from entitlements.commands.local import stack_environment
+from entitlements.commands.local import lake_root, stack_environment
 from schema.array import primary_account_path
 from tests.support.dynamodb import client
 
@@ -226,3 +226,23 @@ def test_local_up_serves_the_services_metrics_on_the_service_metrics_port(runnin
     port = running.environment["ENTITLEMENTS_METRICS__SERVICE_PORT"]
     scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
     assert scraped.status_code == 200 and "# TYPE entitlements_service_requests" in scraped.text
+
+
+def test_local_up_exports_the_lake_and_the_state_folder_it_uses(running: Running) -> None:
+    assert running.exports["ENTITLEMENTS_LAKE__ROOT"] == running.environment["ENTITLEMENTS_LAKE__ROOT"]
+    state = running.environment["ENTITLEMENTS_CONSUMER__STATE_DIR"]
+    assert running.exports["ENTITLEMENTS_CONSUMER__STATE_DIR"] == state
+    lake = running.exports["ENTITLEMENTS_LAKE__ROOT"]
+    assert f"lake (the service's outcomes; consume lands the stream there): {lake}" in (
+        running.stdout.read_text().splitlines()
+    )
+
+
+def test_a_relative_lake_root_is_exported_absolute_and_an_s3_root_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert (lake_root("var/lake"), lake_root("s3://bucket/lake")) == (
+        str(tmp_path / "var" / "lake"),
+        "s3://bucket/lake",
+    )

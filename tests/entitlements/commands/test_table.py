@@ -45,3 +45,19 @@ def test_table_create_takes_a_table_name_option(moto_endpoint: str) -> None:
     name = unique_table_name("cli")
     runner.invoke(app, ["table", "create", "--table-name", name], env=local_env(moto_endpoint, "other"))
     assert client(moto_endpoint, "dynamodb").describe_table(TableName=name)["Table"]["TableName"] == name
+
+
+def test_table_create_with_kinesis_refuses_an_unknown_precision_in_one_line_making_nothing(
+    moto_endpoint: str,
+) -> None:
+    name = unique_table_name("cli")
+    result = runner.invoke(
+        app,
+        ["table", "create", "--kinesis", "arn:aws:kinesis:eu-west-1:1:stream/s", "--precision", "SECOND"],
+        env=local_env(moto_endpoint, name),
+    )
+    assert result.exit_code == 2
+    assert (
+        result.output.strip().splitlines()[-1].endswith("precision must be one of MICROSECOND, MILLISECOND")
+    )
+    assert name not in client(moto_endpoint, "dynamodb").list_tables()["TableNames"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from adapters import ArrayRequestRejected, ArrayTransientError, HttpArrayClient
 from devstack.fake_array import FakeArrayServer
@@ -24,14 +24,13 @@ from pipeline.events import (
     StreamEvent,
     UnknownItemChanged,
 )
-from pipeline.handlers import Handler
 from processors.cleanup import (
     CleanupHandler,
     LocalDeletionNotes,
     RetryQueueError,
     RetryQueues,
 )
-from schema.errors import RecordRejected, RetryableError
+from schema.errors import RecordRejected
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementRow, ItemKind, UnknownItem
 from tests.processors.cleanup.cleanup_helpers import NOW, ListSink, make_expiry
@@ -95,12 +94,10 @@ def _other_events(user: str, account: str) -> list[StreamEvent]:
     ]
 
 
-def test_the_handler_satisfies_the_pipeline_handler_contract(
+def test_the_handler_is_named_cleanup_in_logs_metrics_and_parked_files(
     make_handler: Callable[..., CleanupHandler],
 ) -> None:
-    handler = make_handler()
-    assert isinstance(handler, Handler)
-    assert handler.name == "cleanup"
+    assert make_handler().name == "cleanup"
 
 
 @pytest.mark.parametrize(
@@ -641,7 +638,7 @@ def test_a_hung_gsi1_read_parks_the_work_within_the_budget_and_never_deletes(
 
 
 @pytest.mark.timeout(60)
-def test_a_hung_mark_after_the_delete_finishes_the_cleanup_and_records_the_mark_as_failed(
+def test_a_hung_mark_after_the_delete_finishes_the_cleanup_and_parks_it_for_the_mark_alone(
     make_handler: Callable[..., CleanupHandler],
     dynamodb: Any,
     hung_client: Callable[..., Any],
@@ -657,13 +654,19 @@ def test_a_hung_mark_after_the_delete_finishes_the_cleanup_and_records_the_mark_
     table = _Hung(dynamodb, hung_client("dynamodb", read_timeout=120), "update_item")
     _run(make_handler(dynamodb=table, retry_budget_seconds=2.0), make_expiry("u1", "acct-1"))
     assert fake_array.deleted_users() == ["acct-1"]
-    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED]
+    assert sink.kinds() == [K.CLEANUP_DELETED, K.CLEANUP_MARK_FAILED, K.CLEANUP_PARKED]
     assert sink.outcomes[1].detail == "deadline"
-    assert _parked(sqs, retry_queues, drain_queue) == []  # finished: the delete was answered
+    # The delete is finished; the mark is not: parked with the final note, so a retry only marks.
+    [parked] = _parked(sqs, retry_queues, drain_queue)
+    assert (parked["park_reason"], parked["final_state"], parked["delete_sent"]) == (
+        "mark:deadline",
+        "deleted",
+        True,
+    )
 
 
 @pytest.mark.timeout(60)
-def test_a_hung_retry_queue_keeps_the_work_pending_and_the_flush_raises_a_retryable_error(
+def test_a_retry_queue_send_that_times_out_counts_as_sent_and_parks_nothing_locally(
     make_handler: Callable[..., CleanupHandler],
     hung_client: Callable[..., Any],
     fake_array: FakeArrayServer,
@@ -675,12 +678,77 @@ def test_a_hung_retry_queue_keeps_the_work_pending_and_the_flush_raises_a_retrya
     put_row("u1", "acct-1", "Superseded")
     handler = make_handler(sqs=hung_client("sqs", read_timeout=120), retry_budget_seconds=2.0)
     handler.add(make_expiry("u1", "acct-1"))
-    with pytest.raises(RetryQueueError) as raised:
-        handler.flush()
-    assert isinstance(raised.value, RetryableError)  # the consumer parks the raw records locally,
-    assert raised.value.park_now  # at once: a retry would hold the shard a whole budget again
-    assert handler.stats.park_failures == 1
-    assert K.CLEANUP_PARKED not in sink.kinds()
+    handler.flush()  # no RetryQueueError: the consumer parks nothing (SQS is at-least-once anyway)
+    assert (handler.stats.park_unconfirmed, handler.stats.park_failures) == (1, 0)
+    assert sink.kinds() == [K.CLEANUP_PARKED]
+
+
+def test_a_retry_queue_read_timeout_counts_as_sent(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sink: ListSink,
+) -> None:
+    class TimesOut:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqs, name)
+
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1")
+
+    fake_array.add_users(["acct-1"])
+    fake_array.expire_credentials()
+    put_row("u1", "acct-1", "Superseded")
+    handler = make_handler(sqs=TimesOut())
+    _run(handler, make_expiry("u1", "acct-1"))
+    assert (handler.stats.park_unconfirmed, sink.kinds()) == (1, [K.CLEANUP_PARKED])
+
+
+@pytest.mark.timeout(60)
+def test_a_send_counted_as_sent_that_then_fails_is_sent_again_by_the_next_flush(
+    make_handler: Callable[..., CleanupHandler],
+    sqs: Any,
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    retry_queues: RetryQueues,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+) -> None:
+    release = threading.Event()
+
+    class SlowThenRefuses:
+        """The first send hangs past the flush's budget, then fails for certain; later sends go on."""
+
+        def __init__(self) -> None:
+            self.sends = 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqs, name)
+
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            self.sends += 1
+            if self.sends == 1:
+                release.wait(30)
+                raise ClientError({"Error": {"Code": "InternalError"}}, "SendMessageBatch")
+            return sqs.send_message_batch(**kwargs)
+
+    fake_array.add_users(["acct-1"])
+    fake_array.expire_credentials()
+    put_row("u1", "acct-1", "Superseded")
+    handler = make_handler(sqs=SlowThenRefuses(), retry_budget_seconds=1.0)
+    _run(handler, make_expiry("u1", "acct-1"))
+    assert drain_queue(retry_queues.queue_url) == []
+    release.set()
+    deadline = threading.Event()
+    for _ in range(100):  # the late failure is seen on the sender's thread
+        if handler.stats.park_unconfirmed and handler._resend:
+            break
+        deadline.wait(0.05)
+    deadline.wait(1.1)  # the queue's quiet period (one budget) passes
+    handler.flush()  # the next flush, with nothing of its own
+    [message] = drain_queue(retry_queues.queue_url)
+    assert json.loads(message["Body"])["array_account_id"] == "acct-1"
+    assert handler.stats.park_resent == 1
 
 
 @pytest.mark.timeout(60)
@@ -690,14 +758,14 @@ def test_after_the_retry_queue_did_not_answer_the_next_flush_raises_at_once_and_
     fake_array: FakeArrayServer,
     put_row: Callable[[str, str, str], None],
 ) -> None:
-    fake_array.add_users(["acct-1"])
+    fake_array.add_users(["acct-1", "acct-2"])
     fake_array.expire_credentials()
     put_row("u1", "acct-1", "Superseded")
+    put_row("u2", "acct-2", "Superseded")
     handler = make_handler(sqs=hung_client("sqs", read_timeout=120), retry_budget_seconds=2.0)
-    handler.add(make_expiry("u1", "acct-1"))
-    with pytest.raises(RetryQueueError):
-        handler.flush()
+    _run(handler, make_expiry("u1", "acct-1"))  # its send timed out: counted as sent
     calls = len(fake_array.calls())
+    handler.add(make_expiry("u2", "acct-2"))
     with pytest.raises(RetryQueueError) as raised:
         handler.flush()  # a later flush (the next window's, or a replay's)
     assert len(fake_array.calls()) == calls
@@ -729,7 +797,7 @@ def test_the_guard_reads_gsi1_before_the_delete(
     assert calls == ["query", "delete_user", "update_item"]
 
 
-def test_a_replay_after_a_crash_lost_the_deletes_outcome_still_reports_deleted(
+def test_a_replay_after_a_crash_lost_the_deletes_outcome_reports_it_without_a_second_delete(
     make_handler: Callable[..., CleanupHandler],
     fake_array: FakeArrayServer,
     put_row: Callable[[str, str, str], None],
@@ -742,10 +810,32 @@ def test_a_replay_after_a_crash_lost_the_deletes_outcome_still_reports_deleted(
     _run(make_handler(sink=lost, deletion_notes=LocalDeletionNotes(tmp_path / "notes")), event)
     replay = ListSink()
     _run(make_handler(sink=replay, deletion_notes=LocalDeletionNotes(tmp_path / "notes")), event)
-    assert [c.status for c in fake_array.calls()] == [200, 404]
+    assert [c.status for c in fake_array.calls()] == [200]  # the replay found the final note
     [final] = [o for o in replay.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES]
-    assert (final.kind, final.detail) == (K.CLEANUP_DELETED, "earlier_attempt")
+    assert (final.kind, final.detail) == (K.CLEANUP_DELETED, None)
     assert final.outcome_id == lost.outcomes[0].outcome_id
+
+
+def test_an_expiry_replayed_after_the_lake_failed_makes_no_second_delete(
+    make_handler: Callable[..., CleanupHandler],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    tmp_path: Path,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Superseded")
+    event = make_expiry("u1", "acct-1")
+    sink = ListSink()
+    handler = make_handler(
+        sink=sink, deletion_notes=LocalDeletionNotes(tmp_path / "notes"), retry_budget_seconds=20.0
+    )
+    _run(handler, event)
+    first = list(sink.outcomes)
+    sink.outcomes.clear()  # the lake failed: its buffer is discarded and the consumer replays the window
+    handler.discard_pending()
+    _run(handler, event)
+    assert [c.status for c in fake_array.calls()] == [200]
+    assert [(o.outcome_id, o.kind) for o in sink.outcomes] == [(o.outcome_id, o.kind) for o in first]
 
 
 class _SqsRefuses:

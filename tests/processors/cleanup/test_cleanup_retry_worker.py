@@ -22,7 +22,8 @@ from processors.cleanup import (
     RetryQueues,
     ensure_retry_queues,
 )
-from processors.cleanup._retry_queue import RETENTION_SECONDS
+from processors.cleanup._retry_queue import RETENTION_SECONDS, park_work
+from processors.cleanup._work import work_from_event
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import ItemKind
@@ -121,6 +122,28 @@ def test_the_worker_drains_parked_work_deletes_the_account_and_marks_the_row(
     assert sink.outcomes[0].detail == "401"
 
 
+def test_work_parked_for_its_mark_alone_is_marked_without_calling_array(
+    make_worker: Callable[..., RetryWorker],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    get_row: Callable[[str, str], dict[str, str] | None],
+    sink: ListSink,
+    sqs: Any,
+    retry_queues: RetryQueues,
+) -> None:
+    fake_array.add_users(["acct-1"])  # were Array asked again, it would delete (and the test see it)
+    put_row("u1", "acct-1", "Cancelled")
+    work = work_from_event(make_expiry("u1", "acct-1", ItemKind.CANCELLATION)).model_copy(
+        update={"attempt": 1, "park_reason": "mark:deadline", "delete_sent": True, "final_state": "deleted"}
+    )
+    park_work(sqs, retry_queues.queue_url, work)
+    report = make_worker().drain(max_seconds=30)
+    assert report.empty
+    assert fake_array.calls() == []
+    assert (get_row("u1", "acct-1") or {})["status"] == "Removed"
+    assert sink.kinds() == [K.CLEANUP_RETRIED, K.CLEANUP_DELETED, K.CLEANUP_ROW_MARKED]
+
+
 def test_work_still_failing_is_reparked_with_the_next_attempt(
     park: Callable[..., ListSink],
     make_worker: Callable[..., RetryWorker],
@@ -143,7 +166,7 @@ def test_work_still_failing_is_reparked_with_the_next_attempt(
     assert body["park_reason"] in {"500", "502", "503"}
 
 
-def test_a_parked_delete_array_applied_unseen_is_reported_deleted_by_the_worker_on_any_host(
+def test_a_parked_delete_array_applied_unseen_is_reported_already_deleted_after_it_on_any_host(
     make_handler: Callable[..., CleanupHandler],
     make_worker: Callable[..., RetryWorker],
     fake_array: FakeArrayServer,
@@ -163,7 +186,37 @@ def test_a_parked_delete_array_applied_unseen_is_reported_deleted_by_the_worker_
     worker = make_worker(deletion_notes=LocalDeletionNotes(tmp_path / "worker-host"))  # no note of it
     worker.drain(max_seconds=30)
     [final] = [o for o in sink.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES]
-    assert (final.kind, final.detail) == (K.CLEANUP_DELETED, "earlier_attempt")
+    assert (final.kind, final.detail) == (K.CLEANUP_ALREADY_DELETED, "earlier_attempt")
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["same-pass", "later-pass"])
+def test_a_doubled_retry_message_makes_one_delete(
+    park: Callable[..., ListSink],
+    make_worker: Callable[..., RetryWorker],
+    fake_array: FakeArrayServer,
+    put_row: Callable[[str, str, str], None],
+    sqs: Any,
+    retry_queues: RetryQueues,
+    drain_queue: Callable[[str], list[dict[str, Any]]],
+    sink: ListSink,
+    tmp_path: Path,
+    apart: bool,
+) -> None:
+    fake_array.add_users(["acct-1"])
+    put_row("u1", "acct-1", "Cancelled")
+    park(fake_array, ("u1", "acct-1"))
+    [message] = drain_queue(retry_queues.queue_url)  # taken off, then sent twice (at-least-once)
+    sqs.delete_message(QueueUrl=retry_queues.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    worker = make_worker(deletion_notes=LocalDeletionNotes(tmp_path / "notes"))
+    sqs.send_message(QueueUrl=retry_queues.queue_url, MessageBody=message["Body"])
+    if apart:
+        worker.drain(max_seconds=30)
+    sqs.send_message(QueueUrl=retry_queues.queue_url, MessageBody=message["Body"])
+    report = worker.drain(max_seconds=30)
+    assert report.empty
+    assert [c.status for c in fake_array.calls_for("acct-1")] == [401, 200]  # the park's, then one delete
+    finals = {(o.outcome_id, o.kind) for o in sink.outcomes if o.kind in FINAL_CLEANUP_OUTCOMES}
+    assert [kind for _id, kind in finals] == [K.CLEANUP_DELETED]
 
 
 def test_the_worker_applies_the_guard_again(

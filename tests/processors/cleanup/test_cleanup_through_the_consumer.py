@@ -15,7 +15,7 @@ from pipeline.decode import decode_record
 from pipeline.handlers import HandlerRegistry
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, RetryPolicy, ShardConsumer
+from pipeline.shard_consumer import CommitPolicy, HandlerRetryPolicy, ShardConsumer
 from processors.cleanup import CleanupHandler
 from schema.outcomes import OutcomeKind
 from tests.processors.cleanup.cleanup_helpers import STREAM_ARN, ListSink, expiry_record
@@ -34,7 +34,7 @@ def _consumer(root: Path, handler: CleanupHandler) -> ShardConsumer:
         parked=ParkedWork(root / "parked"),
         dead_letters=DeadLetters(root / "dead"),
         commit=CommitPolicy(every_records=10_000, interval_seconds=3600),
-        retry=RetryPolicy(attempts=2, max_seconds=5, initial_wait=0.01, max_wait=0.02),
+        retry=HandlerRetryPolicy(attempts=2, max_seconds=5, initial_wait=0.01, max_wait=0.02),
     )
     consumer.start(SHARD)
     return consumer
@@ -72,23 +72,29 @@ def test_an_empty_account_id_among_three_good_expiries_three_deleted_one_dead_le
 
 
 @pytest.mark.timeout(60)
-def test_a_hung_retry_queue_parks_the_window_in_the_consumers_local_store(
+def test_a_hung_retry_queue_counts_its_send_as_sent_then_parks_the_next_window_locally(
     tmp_path: Path,
     make_handler: Callable[..., CleanupHandler],
     hung_client: Callable[..., Any],
     fake_array: FakeArrayServer,
     put_rows: Callable[[list[tuple[str, str, str]]], None],
 ) -> None:
-    fake_array.add_users(["acct-0", "acct-1"])
+    fake_array.add_users(["acct-0", "acct-1", "acct-2"])
     fake_array.expire_credentials()  # every delete is refused: the work must go to the retry queue
-    put_rows([("u0", "acct-0", "Superseded"), ("u1", "acct-1", "Superseded")])
+    put_rows([(f"u{i}", f"acct-{i}", "Superseded") for i in range(3)])
     handler = make_handler(sqs=hung_client("sqs", read_timeout=120), retry_budget_seconds=2.0)
     consumer = _consumer(tmp_path, handler)
     checkpoints: list[str | None] = []
     consumer.process(_window("acct-0", "acct-1"), checkpoints.append)
     consumer.commit(checkpoints.append)
+    # The send timed out: counted as sent (SQS is at-least-once), so nothing is parked locally.
+    assert (list(ParkedWork(tmp_path / "parked")), checkpoints) == ([], ["501"])
+    assert handler.stats.park_unconfirmed == 2
+    # The next window, while the queue is taken as unresponsive, is parked locally at once.
+    later = RawRecord(expiry_record("u2", "acct-2", event_id="event-2", sequence_number="600"), "600")
+    consumer.process([later], checkpoints.append)
+    consumer.commit(checkpoints.append)
     [batch] = list(ParkedWork(tmp_path / "parked"))
-    assert batch.handler == "cleanup"
-    assert [record.sequence_number for record in batch.records] == ["500", "501"]
-    assert fake_array.users() == {"acct-0", "acct-1"}
-    assert checkpoints == ["501"]  # the shard moves on: the work is durable in the parked store
+    assert (batch.handler, [record.sequence_number for record in batch.records]) == ("cleanup", ["600"])
+    assert fake_array.users() == {"acct-0", "acct-1", "acct-2"}
+    assert checkpoints == ["501", "600"]  # the shard moves on: the work is durable in the parked store

@@ -14,7 +14,7 @@ import pytest
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from pipeline.clock import Clock, clock_from_settings
+from schema.clock import Clock, clock_from_settings
 from schema.table import EntitlementStatus, entitlement_key
 from tests.support.kcl import RunningConsumer, dynamodb, running_consumer, ttl_emulator
 from tests.support.lake import query_lake
@@ -168,7 +168,8 @@ def test_cleanup_counts_arrays_404_as_success(stack: CleanupStack) -> None:
     stack.signup(user, account, register=False)  # Array no longer knows the account
     stack.cancel(user, account)
     stack.wait(lambda: stack.status(user, account) == "Removed")
-    assert "cleanup.already_deleted" in stack.outcomes(account)
+    # The row is marked before the batch's outcomes are committed to the lake, so they are waited for.
+    stack.wait(lambda: "cleanup.already_deleted" in stack.outcomes(account))
     assert [call.status for call in stack.array.calls_for(account)] == [404]
 
 

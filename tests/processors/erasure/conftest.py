@@ -14,10 +14,9 @@ from pydantic import SecretStr
 
 from adapters import HttpArrayClient
 from analytics import Lake, open_lake
-from analytics.erasure import AnalyticsLakeEraser
+from analytics.lake.eraser import AnalyticsLakeEraser
 from config import ArraySettings, ErasureSettings
 from devstack.fake_array import FakeArrayServer
-from pipeline.clock import SystemClock
 from pipeline.tables import create_table
 from processors.erasure import (
     ConsumerStores,
@@ -25,9 +24,10 @@ from processors.erasure import (
     ErasureTargets,
     ErasureWorker,
     LakeEraser,
-    OutcomeRecorder,
     ensure_erasure_channel,
 )
+from schema.clock import SystemClock
+from schema.outcomes import FlushingSink
 from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack
 from tests.support.dynamodb import client
 
@@ -154,7 +154,7 @@ def make_stack(sqs: Any, sns: Any, cloudwatch: Any, targets: ErasureTargets) -> 
     def make(
         *,
         lake: LakeEraser | None = None,
-        outcomes: OutcomeRecorder | None = None,
+        outcomes: FlushingSink | None = None,
         clock: Any = None,
         **overrides: Any,
     ) -> Stack:

@@ -163,3 +163,29 @@ def test_the_verifiers_scan_names_each_store_still_holding_a_record_of_the_user(
     assert stores.scan(GONE) == {"quarantine": 0, "dead_letters": 1, "parked": 0, "leftover_files": 0}
     stores.erase([GONE])
     assert stores.scan(GONE) == {"quarantine": 0, "dead_letters": 0, "parked": 0, "leftover_files": 0}
+
+
+def test_one_scan_of_a_batch_counts_each_users_records_apart(root: Path, stores: ConsumerStores) -> None:
+    _dead_letter(root, record(GONE), "1")
+    _quarantine(root, record(GONE), "2")
+    _quarantine(root, record(KEPT), "3")
+    _quarantine(root, record(KEPT), "4")
+    assert stores.scan_for([GONE, KEPT, "nobody"]) == {
+        GONE: {"quarantine": 1, "dead_letters": 1, "parked": 0, "leftover_files": 0},
+        KEPT: {"quarantine": 2, "dead_letters": 0, "parked": 0, "leftover_files": 0},
+        "nobody": {"quarantine": 0, "dead_letters": 0, "parked": 0, "leftover_files": 0},
+    }
+
+
+def test_an_erasure_of_a_batch_counts_what_it_removed_of_each_user(
+    root: Path, stores: ConsumerStores
+) -> None:
+    _quarantine(root, record(GONE), "1")
+    _quarantine(root, record(KEPT), "2")
+    _quarantine(root, record(KEPT), "3")
+    _dead_letter(root, undecodable(KEPT), "4")
+    erased = stores.erase([GONE, KEPT])
+    assert (erased.quarantined_removed, erased.dead_letters_removed) == (3, 1)
+    mine, theirs = erased.by_user[GONE], erased.by_user[KEPT]
+    assert (mine.quarantined_removed, mine.dead_letters_removed) == (1, 0)
+    assert (theirs.quarantined_removed, theirs.dead_letters_removed) == (2, 1)

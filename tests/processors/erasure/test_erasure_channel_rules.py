@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from processors.erasure import ErasureLedger
-from processors.erasure._worker import NOT_APPLICABLE_METRIC
+from processors.erasure._answers import NOT_APPLICABLE_METRIC
 from schema.erasure import (
     CHANNEL_CONSTANTS,
     AckResponse,

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from pipeline.clock import SystemClock
 from processors.erasure import (
     ErasureConfigError,
     ErasureTargets,
@@ -19,6 +18,7 @@ from processors.erasure import (
     ensure_erasure_channel,
 )
 from processors.erasure._setup import dead_letter_queue_name
+from schema.clock import SystemClock
 from schema.erasure import CHANNEL_CONSTANTS
 from tests.processors.erasure.conftest import erasure_settings
 

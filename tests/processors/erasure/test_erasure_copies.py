@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analytics import Lake, LakeHandler, connect
-from analytics.erasure import AnalyticsLakeEraser
+from analytics.lake.eraser import AnalyticsLakeEraser
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
 from processors.erasure import ConsumerStores
@@ -119,7 +119,7 @@ def test_purge_deletes_the_accounts_rows_and_holds_follows(
 ) -> None:
     _land_outcomes(lake, "gone", "kept")
     assert lake_eraser.holds("gone") is True
-    assert lake_eraser.purge(["gone"]) == 1
+    assert lake_eraser.purge(["gone"])["gone"]["outcomes"] == 1
     assert lake_eraser.holds("gone") is False and lake_eraser.holds("kept") is True
     assert connect(lake).execute("SELECT count(*) FROM outcomes WHERE user_id = 'gone'").fetchone() == (0,)
 

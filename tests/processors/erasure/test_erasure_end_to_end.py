@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analytics import Lake, LakeHandler, connect, snapshot
-from analytics.erasure import AnalyticsLakeEraser
+from analytics.lake.eraser import AnalyticsLakeEraser
 from devstack.fake_array import FakeArrayServer
 from pipeline.decode import decode_stream_record
 from pipeline.filtering import DroppingUsers

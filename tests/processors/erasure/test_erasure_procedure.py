@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from devstack.fake_array import FakeArrayServer
-from pipeline.clock import SystemClock
 from pipeline.quarantine import Quarantine
 from processors.erasure import ErasureStepError, ErasureTargets, ErasureTimeoutError
 from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._lake import LakeTableScan
 from processors.erasure._procedure import AccountErasure
+from schema.clock import SystemClock
 from schema.table import user_pk
 from tests.processors.erasure.erasure_subscriber_helpers import cleanup_item, entitlement_item
 
@@ -29,7 +30,7 @@ class BrokenLake:
     def mask(self, user_ids: Collection[str]) -> None:
         raise OSError("disk")
 
-    def purge(self, user_ids: Collection[str]) -> int:
+    def purge(self, user_ids: Collection[str]) -> Mapping[str, Mapping[str, int]]:
         raise OSError("disk")
 
     def unmask(self, user_ids: Collection[str]) -> None:
@@ -37,6 +38,11 @@ class BrokenLake:
 
     def holds(self, user_id: str) -> bool | None:
         return None
+
+    def traces_for(
+        self, user_ids: Collection[str], *, until: float | None = None
+    ) -> Mapping[str, LakeTableScan | None]:
+        raise OSError("disk")
 
 
 class SlowLake(BrokenLake):
@@ -46,9 +52,9 @@ class SlowLake(BrokenLake):
     def mask(self, user_ids: Collection[str]) -> None:
         return None
 
-    def purge(self, user_ids: Collection[str]) -> int:
+    def purge(self, user_ids: Collection[str]) -> Mapping[str, Mapping[str, int]]:
         time.sleep(self.seconds)
-        return 0
+        return {}
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 from devstack.fake_array import FakeArrayServer
 from processors.erasure import ErasureTargets
-from processors.erasure._worker import PASS_TWO_TOKEN_ATTRIBUTE
+from processors.erasure._intake import PASS_TWO_TOKEN_ATTRIBUTE
 from schema.erasure import AckResponse
 from schema.table import user_pk
 from tests.processors.erasure.erasure_subscriber_helpers import Stack, body_of, entitlement_item, erase

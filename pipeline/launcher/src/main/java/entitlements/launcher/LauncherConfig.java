@@ -18,6 +18,11 @@ final class LauncherConfig {
     final String applicationName;
     final String workerId;
     final String region;
+    // "dynamodb-streams" (the table's DynamoDB Stream, through the adapter) or "kinesis" (the Kinesis data
+    // stream the table streams to, read by KCL directly).
+    final String sourceKind;
+    final Optional<String> kinesisStreamArn;
+    final Optional<URI> kinesisEndpoint;
     final Optional<String> streamArn;
     final Optional<String> tableName;
     final Optional<URI> dynamoDbEndpoint;
@@ -31,7 +36,9 @@ final class LauncherConfig {
     final long parentShardPollIntervalMillis;
     final long workerMetricsCaptureFrequencyMillis;
     final long workerMetricsReporterFreqMillis;
+    final String workerMetrics;
     final int maxRecords;
+    final int maxGetRecordsPerSecond;
     final boolean metricsEnabled;
     final Optional<Integer> processingTimeoutSeconds;
     final long shutdownTimeoutMillis;
@@ -41,10 +48,23 @@ final class LauncherConfig {
         applicationName = required(p, "applicationName");
         workerId = p.getProperty("workerId", "worker-" + UUID.randomUUID());
         region = required(p, "regionName");
+        sourceKind = p.getProperty("sourceKind", "dynamodb-streams").trim();
+        kinesisStreamArn = optional(p, "kinesisStreamArn");
+        kinesisEndpoint = optional(p, "kinesisEndpoint").map(URI::create);
         streamArn = optional(p, "streamArn");
         tableName = optional(p, "tableName");
-        if (streamArn.isEmpty() && tableName.isEmpty()) {
-            throw new IllegalArgumentException("either streamArn or tableName is required");
+        switch (sourceKind) {
+            case "kinesis" -> {
+                if (kinesisStreamArn.isEmpty()) {
+                    throw new IllegalArgumentException("sourceKind kinesis needs kinesisStreamArn");
+                }
+            }
+            case "dynamodb-streams" -> {
+                if (streamArn.isEmpty() && tableName.isEmpty()) {
+                    throw new IllegalArgumentException("either streamArn or tableName is required");
+                }
+            }
+            default -> throw new IllegalArgumentException("sourceKind must be dynamodb-streams or kinesis");
         }
         dynamoDbEndpoint = optional(p, "dynamoDbEndpoint").map(URI::create);
         streamsEndpoint = optional(p, "streamsEndpoint").map(URI::create);
@@ -60,10 +80,17 @@ final class LauncherConfig {
         workerMetricsCaptureFrequencyMillis = longValue(p, "inMemoryWorkerMetricsCaptureFrequencyMillis", 250L);
         workerMetricsReporterFreqMillis =
                 longValue(p, "workerMetricsReporterFreqInMillis", Math.max(1000L, failoverTimeMillis / 2));
+        workerMetrics = p.getProperty("workerMetrics", "cpu").trim();
         maxRecords = (int) longValue(p, "maxRecords", 1000L);
+        // DynamoDB Streams' limit, and Kinesis's: 5 GetRecords calls a second a shard.
+        maxGetRecordsPerSecond = (int) longValue(p, "maxGetRecordsPerSecond", 5L);
         metricsEnabled = Boolean.parseBoolean(p.getProperty("metricsEnabled", "false"));
         processingTimeoutSeconds = optional(p, "timeoutInSeconds").map(Integer::valueOf);
         shutdownTimeoutMillis = longValue(p, "shutdownTimeoutMillis", 60_000L);
+    }
+
+    boolean kinesisSource() {
+        return sourceKind.equals("kinesis");
     }
 
     static LauncherConfig load(Path file) throws IOException {

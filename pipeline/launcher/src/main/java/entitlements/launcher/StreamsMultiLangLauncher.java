@@ -28,21 +28,19 @@ import software.amazon.kinesis.common.InitialPositionInStream;
 import software.amazon.kinesis.common.InitialPositionInStreamExtended;
 import software.amazon.kinesis.common.StreamConfig;
 import software.amazon.kinesis.coordinator.Scheduler;
-import software.amazon.kinesis.leases.LeaseManagementConfig;
 import software.amazon.kinesis.leases.LeaseRefresher;
-import software.amazon.kinesis.metrics.MetricsConfig;
-import software.amazon.kinesis.metrics.NullMetricsFactory;
 import software.amazon.kinesis.metrics.NullMetricsScope;
 import software.amazon.kinesis.multilang.MultiLangRecordProcessorFactory;
 import software.amazon.kinesis.multilang.config.MultiLangDaemonConfiguration;
-import software.amazon.kinesis.processor.ShardRecordProcessor;
 import software.amazon.kinesis.processor.ShardRecordProcessorFactory;
 import software.amazon.kinesis.processor.StreamTracker;
 import software.amazon.kinesis.retrieval.RetrievalConfig;
 
 /**
  * Runs amazon-kclpy record processors (child processes speaking the multilang protocol) over a DynamoDB
- * Stream: KCL 3's scheduler, fed by the DynamoDB Streams Kinesis Adapter.
+ * Stream (KCL 3's scheduler, fed by the DynamoDB Streams Kinesis Adapter) or, with {@code sourceKind =
+ * kinesis}, over the Kinesis data stream the table streams its changes to (KCL's own Kinesis scheduler,
+ * {@link KinesisSchedulers}).
  *
  * <p>Usage: {@code java -jar entitlements-kcl-launcher.jar launcher.properties}
  */
@@ -73,9 +71,6 @@ public final class StreamsMultiLangLauncher {
         Region region = Region.of(config.region);
         DefaultCredentialsProvider credentials = DefaultCredentialsProvider.builder().build();
 
-        DynamoDbStreamsClientBuilder streamsBuilder =
-                DynamoDbStreamsClient.builder().region(region).credentialsProvider(credentials);
-        config.streamsEndpoint.ifPresent(streamsBuilder::endpointOverride);
         DynamoDbAsyncClientBuilder dynamoBuilder =
                 DynamoDbAsyncClient.builder().region(region).credentialsProvider(credentials);
         config.dynamoDbEndpoint.ifPresent(dynamoBuilder::endpointOverride);
@@ -83,58 +78,13 @@ public final class StreamsMultiLangLauncher {
                 CloudWatchAsyncClient.builder().region(region).credentialsProvider(credentials);
         config.cloudWatchEndpoint.ifPresent(cloudWatchBuilder::endpointOverride);
 
-        String streamArn = config.streamArn.orElseGet(() -> latestStreamArn(config, region, credentials));
-        AmazonDynamoDBStreamsAdapterClient adapterClient =
-                new AmazonDynamoDBStreamsAdapterClient(streamsBuilder.build(), region);
-
         ExecutorService childIo = Executors.newCachedThreadPool();
-        ShardRecordProcessorFactory processors = multiLangProcessors(config, childIo);
-        StreamTracker tracker = StreamsSchedulerFactory.createSingleStreamTracker(
-                streamArn,
-                InitialPositionInStreamExtended.newInitialPosition(
-                        InitialPositionInStream.valueOf(config.initialPosition)));
-
-        ConfigsBuilder configs = new ConfigsBuilder(
-                tracker,
-                config.applicationName,
-                adapterClient,
-                dynamoBuilder.build(),
-                cloudWatchBuilder.build(),
-                config.workerId,
-                processors);
-
-        LeaseManagementConfig leases = configs.leaseManagementConfig()
-                .failoverTimeMillis(config.failoverTimeMillis)
-                .leaseAssignmentIntervalMillis(config.leaseAssignmentIntervalMillis)
-                .shardSyncIntervalMillis(config.shardSyncIntervalMillis);
-        // Worker metrics would probe the EC2 metadata address; they only feed KCL's load balancing. The
-        // reporter still writes this worker's (empty) WorkerMetricStats row, which the leader needs before it
-        // assigns the worker a lease: it first reports after twice the capture period, then every period.
-        leases.workerUtilizationAwareAssignmentConfig()
-                .disableWorkerMetrics(true)
-                .inMemoryWorkerMetricsCaptureFrequencyMillis(config.workerMetricsCaptureFrequencyMillis)
-                .workerMetricsReporterFreqInMillis(config.workerMetricsReporterFreqMillis);
-
-        MetricsConfig metrics = configs.metricsConfig();
-        if (!config.metricsEnabled) {
-            metrics.metricsFactory(new NullMetricsFactory());
-        }
-
-        DynamoDBStreamsPollingConfig polling = new DynamoDBStreamsPollingConfig(adapterClient)
-                .idleTimeBetweenReadsInMillis(config.idleTimeBetweenReadsMillis);
-        polling.maxRecords(config.maxRecords);
-        RetrievalConfig retrieval = configs.retrievalConfig().retrievalSpecificConfig(polling);
-
-        Scheduler scheduler = StreamsSchedulerFactory.createScheduler(
-                configs.checkpointConfig(),
-                configs.coordinatorConfig().parentShardPollIntervalMillis(config.parentShardPollIntervalMillis),
-                leases,
-                configs.lifecycleConfig(),
-                metrics,
-                // Empty batches let the child commit on its interval while the stream is quiet.
-                configs.processorConfig().callProcessRecordsEvenForEmptyRecordList(true),
-                retrieval,
-                adapterClient);
+        ShardRecordProcessorFactory children = multiLangProcessors(config, childIo);
+        Scheduler scheduler = config.kinesisSource()
+                ? KinesisSchedulers.create(
+                        config, region, credentials, dynamoBuilder.build(), cloudWatchBuilder.build(), children)
+                : streamsScheduler(
+                        config, region, credentials, dynamoBuilder.build(), cloudWatchBuilder.build(), children);
 
         createShardLeases(scheduler);
 
@@ -153,6 +103,57 @@ public final class StreamsMultiLangLauncher {
         runner.start();
         runner.join();
         childIo.shutdownNow();
+    }
+
+    /** KCL's scheduler over a DynamoDB Stream, fed by the DynamoDB Streams Kinesis Adapter. */
+    private static Scheduler streamsScheduler(
+            LauncherConfig config,
+            Region region,
+            DefaultCredentialsProvider credentials,
+            DynamoDbAsyncClient dynamo,
+            CloudWatchAsyncClient cloudWatch,
+            ShardRecordProcessorFactory children) {
+        DynamoDbStreamsClientBuilder streamsBuilder =
+                DynamoDbStreamsClient.builder().region(region).credentialsProvider(credentials);
+        config.streamsEndpoint.ifPresent(streamsBuilder::endpointOverride);
+
+        String streamArn = config.streamArn.orElseGet(() -> latestStreamArn(config, region, credentials));
+        AmazonDynamoDBStreamsAdapterClient adapterClient =
+                new AmazonDynamoDBStreamsAdapterClient(streamsBuilder.build(), region);
+
+        // The adapter's scheduler requires its own processor type: each child passed through.
+        ShardRecordProcessorFactory processors = () -> new MultiLangStreamsProcessor(children.shardRecordProcessor());
+        StreamTracker tracker = StreamsSchedulerFactory.createSingleStreamTracker(
+                streamArn,
+                InitialPositionInStreamExtended.newInitialPosition(
+                        InitialPositionInStream.valueOf(config.initialPosition)));
+
+        ConfigsBuilder configs = new ConfigsBuilder(
+                tracker,
+                config.applicationName,
+                adapterClient,
+                dynamo,
+                cloudWatch,
+                config.workerId,
+                processors);
+
+        // Every shard's GetRecords calls capped at maxGetRecordsPerSecond (DynamoDB Streams allows 5 a
+        // shard), reading on at once within the cap while batches hold records (RateCappedPollingConfig).
+        DynamoDBStreamsPollingConfig polling = new RateCappedPollingConfig(adapterClient, config.maxGetRecordsPerSecond)
+                .idleTimeBetweenReadsInMillis(config.idleTimeBetweenReadsMillis);
+        polling.maxRecords(config.maxRecords);
+        RetrievalConfig retrieval = configs.retrievalConfig().retrievalSpecificConfig(polling);
+
+        return StreamsSchedulerFactory.createScheduler(
+                configs.checkpointConfig(),
+                configs.coordinatorConfig().parentShardPollIntervalMillis(config.parentShardPollIntervalMillis),
+                SchedulerSettings.leases(configs, config),
+                configs.lifecycleConfig(),
+                SchedulerSettings.metrics(configs, config),
+                // Empty batches let the child commit on its interval while the stream is quiet.
+                configs.processorConfig().callProcessRecordsEvenForEmptyRecordList(true),
+                retrieval,
+                adapterClient);
     }
 
     /**
@@ -202,6 +203,7 @@ public final class StreamsMultiLangLauncher {
         }
     }
 
+    /** The multilang children: one Python process per shard, speaking the protocol on its stdin and stdout. */
     private static ShardRecordProcessorFactory multiLangProcessors(LauncherConfig config, ExecutorService io) {
         ConvertUtilsBean converters = new ConvertUtilsBean();
         MultiLangDaemonConfiguration multiLang =
@@ -209,10 +211,7 @@ public final class StreamsMultiLangLauncher {
         config.processingTimeoutSeconds.ifPresent(multiLang::setTimeoutInSeconds);
         MultiLangRecordProcessorFactory children =
                 new MultiLangRecordProcessorFactory(config.executableName, io, multiLang);
-        return () -> {
-            ShardRecordProcessor child = children.shardRecordProcessor();
-            return new MultiLangStreamsProcessor(child);
-        };
+        return children;
     }
 
     private static String latestStreamArn(

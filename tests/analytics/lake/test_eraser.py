@@ -1,9 +1,12 @@
-"""analytics/erasure.py: the lake side of an erasure (mask, purge, holdings), and the mask every reader
+"""analytics/lake/eraser.py: the lake side of an erasure (mask, purge, holdings), and the mask every reader
 applies by itself."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Mapping
 from functools import partial
 
 import pyarrow.fs as pafs
@@ -12,11 +15,11 @@ import pytest
 from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
-from analytics.lake import Lake, _traces, snapshot
+from analytics.lake import Lake, _traces, purge_users, snapshot
 from analytics.lake._delta import delete_rows
 from analytics.lake._mask import MASK_PATH
-from analytics.lake._traces import scan_table
-from analytics.lake.purge import PURGED_DATASETS
+from analytics.lake._traces import scan_table, scan_table_for
+from analytics.lake.purge import PURGED_DATASETS, PurgeCounts
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, land
 
@@ -64,7 +67,7 @@ def test_a_purge_removes_the_rows_and_holds_then_answers_no(lake: Lake, history:
     eraser = AnalyticsLakeEraser(lake)
     before = eraser.holds("u001")
     removed = eraser.purge(["u001"])
-    assert (before, removed > 0, eraser.holds("u001")) == (True, True, False)
+    assert (before, removed["u001"]["changes"] > 0, eraser.holds("u001")) == (True, True, False)
 
 
 def test_holds_answers_none_when_a_data_file_cannot_be_read(lake: Lake, history: TableSim) -> None:
@@ -95,13 +98,16 @@ def test_traces_counts_per_table_the_files_read_and_those_holding_the_user(
 ) -> None:
     _land(lake, history)
     eraser = AnalyticsLakeEraser(lake)
-    before = eraser.traces("u001")
+    before = eraser.traces_for(["u001"])
     eraser.purge(["u001"])
-    after = eraser.traces("u001")
+    after = eraser.traces_for(["u001"])
     changes_before, changes_after = before["changes"], after["changes"]
     assert changes_before is not None and changes_after is not None
-    assert changes_before.traces > 0 and changes_before.files_scanned >= changes_before.traces
-    assert {name: t.traces if t else None for name, t in after.items()} == dict.fromkeys(PURGED_DATASETS, 0)
+    held = changes_before.traces_of("u001")
+    assert held > 0 and changes_before.files_scanned >= held
+    assert {name: t.traces_of("u001") if t else None for name, t in after.items()} == dict.fromkeys(
+        PURGED_DATASETS, 0
+    )
     assert changes_after.files_scanned > 0
 
 
@@ -111,7 +117,7 @@ def test_traces_answers_none_for_a_table_a_file_of_which_cannot_be_read(
     _land(lake, history)
     with open(lake.path(data_files(lake, "changes")[0]), "wb") as damaged:
         damaged.write(b"not parquet")
-    traces = AnalyticsLakeEraser(lake).traces("u001")
+    traces = AnalyticsLakeEraser(lake).traces_for(["u001"])
     assert (traces["changes"], traces["outcomes"] is not None) == (None, True)
 
 
@@ -129,3 +135,69 @@ def test_holds_skips_a_file_deleted_between_the_listing_and_its_reading(
 
     monkeypatch.setattr(_traces, "table_files", with_a_vanished_file)
     assert eraser.holds("u001") is False
+
+
+def test_one_batch_scan_tells_each_users_traces_apart(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    eraser = AnalyticsLakeEraser(lake)
+    eraser.purge(["u002"])
+    found = eraser.traces_for(["u001", "u002", "nobody"])
+    changes = found["changes"]
+    assert changes is not None
+    alone = scan_table(lake, "changes", "u001")
+    assert (changes.traces_of("u001"), changes.files_scanned) == (alone.traces, alone.files_scanned)
+    assert (changes.traces_of("u001") > 0, changes.traces_of("u002"), changes.traces_of("nobody")) == (
+        True,
+        0,
+        0,
+    )
+
+
+def test_a_bounded_match_of_one_id_does_not_hide_another_inside_it(lake: Lake) -> None:
+    # `x` bounded inside `x.y` (a dot is no id character here): a batch of both finds both.
+    os.makedirs(lake.path("changes"), exist_ok=True)
+    with open(lake.path("changes/stray.bin"), "wb") as stray:
+        stray.write(b"held: x.y")
+    found = scan_table_for(lake, "changes", ["x", "x.y", "y"])
+    assert {user: found.traces_of(user) for user in ("x", "x.y", "y")} == {"x": 1, "x.y": 1, "y": 1}
+
+
+def test_a_scan_past_its_time_raises_instead_of_answering(lake: Lake, history: TableSim) -> None:
+    _land(lake, history)
+    with pytest.raises(TimeoutError):
+        AnalyticsLakeEraser(lake).traces_for(["u001"], until=time.monotonic() - 1)
+
+
+def test_purges_asked_while_one_runs_share_the_next_one(
+    lake: Lake, history: TableSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _land(lake, history)
+    eraser = AnalyticsLakeEraser(lake)
+    calls: list[frozenset[str]] = []
+    first_running, release = threading.Event(), threading.Event()
+
+    def observed(lake: Lake, user_ids: frozenset[str], **kwargs: object) -> PurgeCounts:
+        calls.append(frozenset(user_ids))
+        if len(calls) == 1:
+            first_running.set()
+            release.wait(30)
+        return purge_users(lake, user_ids, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("analytics.lake.eraser.purge_users", observed)
+    results: dict[str, Mapping[str, Mapping[str, int]]] = {}
+
+    def purge(user: str) -> None:
+        results[user] = eraser.purge([user])
+
+    threads = [threading.Thread(target=purge, args=(user,)) for user in ("u001", "u002", "u003")]
+    threads[0].start()
+    assert first_running.wait(30)
+    for thread in threads[1:]:
+        thread.start()
+    while eraser._purges_waiting() < 2:  # both later calls are waiting for the running purge
+        time.sleep(0.01)
+    release.set()
+    for thread in threads:
+        thread.join(60)
+    assert calls == [frozenset({"u001"}), frozenset({"u002", "u003"})]
+    assert all(results[user][user]["changes"] > 0 for user in results)

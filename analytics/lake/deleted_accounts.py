@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from analytics.lake import Lake
-from analytics.views import connect
+from analytics.lake.views import connect
 from schema.outcomes import OutcomeKind
 
 

@@ -38,11 +38,13 @@ from __future__ import annotations
 
 __all__ = [
     "VIEW_NAMES",
+    "LakeTablesOutdated",
     "cli_script",
     "column_comment",
     "comment_statements",
     "connect",
     "create_views",
+    "duplicates_removed",
     "lock_down",
     "read_only_statement",
     "run_read_only",
@@ -51,6 +53,7 @@ __all__ = [
     "variables_sql",
     "view_comments",
     "views_read_by",
+    "write_database",
 ]
 
 import json
@@ -59,20 +62,20 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from analytics.lake._delta import active_files, open_table
-from analytics.lake._duck import literal
+from analytics.lake._delta import active_files, open_table, table_schema_names
+from analytics.lake._duck import literal, load_delta_extension
 from analytics.lake._errors import QueryFailed, QueryRefused
-from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, anchor_file
+from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, anchor_file, table_files
 from analytics.lake._filesystem import Lake
 from analytics.lake._fold import STATE_ORDER, fold_sql
 from analytics.lake._mask import MASK_PATH, read_mask
+from analytics.lake._meanings import column_meaning, column_meanings, view_meanings
 from analytics.lake._read import require_as_of, require_data
 from analytics.lake._schema import (
     AUDIT_FAILURES,
@@ -85,8 +88,9 @@ from analytics.lake._schema import (
     state_schema,
 )
 from analytics.lake.snapshot import _unfolded, snapshot_info
+from schema.errors import TerminalError
 
-SQL_DIR = Path(__file__).parent / "sql"
+SQL_DIR = Path(__file__).parents[1] / "sql"
 # The files `cli_script` writes differently: the mask (a view of the lake's mask file) and change_files.
 MASK_FILE = "00_mask.sql"
 CHANGE_FILES_FILE = "15_change_files.sql"
@@ -265,12 +269,18 @@ def _as_of_statements(as_of: datetime) -> dict[str, str]:
 
 
 def variables_sql(lake: Lake, allow_list: AllowList | None = None) -> str:
-    """SET VARIABLE statements naming the tables' current files, for the DuckDB CLI before the views'
-    statements (`view_statements`; see schema/lake.md). Raises `LakeMissing` on a lake with no data."""
-    variables = _file_variables(lake, allow_list or default_allow_list())
-    return "\n".join(
-        f"SET VARIABLE {name} = {path_list_literal(files)};" for name, files in variables.items()
-    )
+    """SET VARIABLE statements naming each table's current data files (`changes_files`,
+    `outcomes_files`, `state_files`, `audit_failures_files`; an empty list for a table with no file),
+    for a DuckDB session that reads them itself (`read_parquet(getvariable('changes_files'),
+    union_by_name = true)`). They name files of the lake only (no schema anchor), as of now: a later
+    commit or compaction changes the list. Raises `LakeMissing` on a lake with no data."""
+    del allow_list  # the files are the log's; kept for callers that pass one
+    require_data(lake)
+    lines = []
+    for variable, name in _VARIABLE_TABLES.items():
+        files = table_files(lake, name, open_table(lake, name))
+        lines.append(f"SET VARIABLE {variable} = {path_list_literal(files)};")
+    return "\n".join(lines)
 
 
 def path_list_literal(files: list[str]) -> str:
@@ -320,44 +330,15 @@ def create_views(
     set_mask(con, read_mask(lake) | frozenset(mask))
 
 
-@cache
 def view_comments() -> tuple[dict[str, str], dict[str, str]]:
     """(view -> its COMMENT, column or `view.column` -> its COMMENT), read from schema/lake.md: the
-    views table ("one row per") and the "Column meanings" table."""
-    text = (resources.files("schema") / "lake.md").read_text(encoding="utf-8")
-    views: dict[str, str] = {}
-    columns: dict[str, str] = {}
-    table: str | None = None
-    for line in text.splitlines():
-        if not line.startswith("|"):
-            table = None
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if cells[:2] == ["view", "one row per"]:
-            table = "views"
-        elif cells[:2] == ["column", "meaning"]:
-            table = "columns"
-        elif table == "views" and len(cells) >= 2 and not set(cells[0]) <= {"-", " "}:
-            names = [n.strip() for n in cells[0].split("/")]
-            rows = [r.strip() for r in cells[1].split("/")] if len(names) > 1 else [cells[1]]
-            for name, row in zip(names, rows if len(rows) == len(names) else rows * len(names), strict=False):
-                views[name] = f"One row per {row}. Columns: schema/lake.md."
-        elif table == "columns" and len(cells) >= 2 and not set(cells[0]) <= {"-", " "}:
-            columns[cells[0].strip("`")] = cells[1]
-    return views, columns
+    views table ("one row per") and the "Column meanings" table (`analytics/lake/_meanings.py`)."""
+    return view_meanings(), column_meanings()
 
 
 def column_comment(view: str, column: str) -> str | None:
     """The COMMENT of `view.column` (schema/lake.md), None when the file has none."""
-    _, columns = view_comments()
-    for key in (f"{view}.{column}", column):
-        if key in columns:
-            return columns[key]
-    for prefix, image in (("old_", "before"), ("new_", "after")):
-        base = column.removeprefix(prefix)
-        if column.startswith(prefix) and base in columns:
-            return f"in the item's image {image} the change: {columns[base]}"
-    return None
+    return column_meaning(view, column)
 
 
 def comment_statements(con: Any, views: Iterable[str]) -> list[str]:
@@ -399,30 +380,28 @@ def _call_end(text: str, start: int) -> int:
     raise ValueError("unbalanced parentheses in a view's file")
 
 
-def _over_delta(text: str, sources: dict[str, str], con: Any) -> str:
-    """`text` with each `read_parquet(getvariable('X_files'), ...)` call read through `delta_scan` of its
-    table (keeping `filename = true`), or, for a table with no commit yet, a zero-row relation of the
-    columns the call has now (rerun `lake views` once it has one: a view cannot bind a missing table)."""
+# What a view reads for one table: (without, with) the `filename` column.
+_Source = tuple[str, str]
+
+
+def _over_delta(text: str, sources: dict[str, _Source]) -> str:
+    """`text` with each `read_parquet(getvariable('X_files'), ...)` call replaced by `sources[X_files]`
+    (its second form where the call asks for `filename = true`)."""
     out, position = [], 0
     for match in _READ_VARIABLE.finditer(text):
         if match.start() < position:
             continue
         end = _call_end(text, match.start())
         call = text[match.start() : end]
-        source = sources[match.group(1)]
-        if not source:
-            columns = con.execute(f"DESCRIBE SELECT * FROM {call}").fetchall()  # noqa: S608
-            listed = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind, *_ in columns)
-            source = f"(SELECT {listed} WHERE false)"
-        elif re.search(r"filename\s*=\s*true", call):
-            source = f"{source[:-1]}, filename = true)"
+        plain, with_filename = sources[match.group(1)]
+        source = with_filename if re.search(r"filename\s*=\s*true", call) else plain
         out.extend([text[position : match.start()], source])
         position = end
     out.append(text[position:])
     return "".join(out)
 
 
-def _change_files_over_delta(table: str) -> str:
+def _change_files_over_delta(source: _Source) -> str:
     """change_files over the Delta table: the same columns as the footer-based view, computed from the
     rows (the CLI cannot list the log's files; the ranges and counts a footer holds are the rows')."""
     return (
@@ -430,7 +409,7 @@ def _change_files_over_delta(table: str) -> str:
         "SELECT filename, count(*) AS rows, min(sequence_key) AS first_key, max(sequence_key) AS last_key,\n"
         "    min(shard_id) AS first_shard, max(shard_id) AS last_shard,\n"
         "    min(stream_arn) AS first_stream, max(stream_arn) AS last_stream\n"
-        f"FROM delta_scan({table}, filename = true)\nGROUP BY filename;\n\n"
+        f"FROM {source[1]}\nGROUP BY filename;\n\n"
     )
 
 
@@ -447,42 +426,108 @@ def _mask_view(lake: Lake) -> str:
     )
 
 
+def _declared(name: str, allow: AllowList) -> pa.Schema:
+    spec = AUDIT_FAILURES_TABLE if name == AUDIT_FAILURES else TABLES[name]
+    return spec.schema(allow)
+
+
+def _empty_relation(schema: pa.Schema, con: Any) -> str:
+    """A zero-row relation with `schema`'s columns in DuckDB's types (a table with no commit yet)."""
+    relation = con.from_arrow(schema.empty_table())
+    listed = ", ".join(
+        f'CAST(NULL AS {kind}) AS "{name}"'
+        for name, kind in zip(relation.columns, relation.types, strict=True)
+    )
+    return f"(SELECT {listed} WHERE false)"
+
+
+def _delta_sources(lake: Lake, allow: AllowList, con: Any) -> tuple[dict[str, _Source], dict[str, _Source]]:
+    """(what the script reads for each variable: `delta_scan` of its table, or a zero-row relation for a
+    table with no commit yet; the same over zero-row stand-ins of the declared columns, to bind the
+    views and read their columns without reading the lake). Raises `LakeTablesOutdated` when a table
+    lacks declared columns (made before them and not opened by a writer since)."""
+    scans: dict[str, _Source] = {}
+    stand_ins: dict[str, _Source] = {}
+    for variable, name in _VARIABLE_TABLES.items():
+        schema = _declared(name, allow)
+        empty = _empty_relation(schema, con)
+        stand_in = (empty, f"(SELECT *, CAST('' AS VARCHAR) AS filename FROM {empty})")  # noqa: S608
+        stand_ins[variable] = stand_in
+        table = open_table(lake, name)
+        if table is None:
+            scans[variable] = stand_in
+            continue
+        lacking = set(schema.names) - set(table_schema_names(table))
+        if lacking:
+            raise LakeTablesOutdated(
+                f"the lake's table {name} at {lake.uri} predates {len(lacking)} of the columns the views "
+                "read: run `entitlements compact` once (a writer adds them), then make the views again"
+            )
+        uri = literal(lake.table_uri(name))
+        scans[variable] = (f"delta_scan({uri})", f"delta_scan({uri}, filename = true)")
+    return scans, stand_ins
+
+
+class LakeTablesOutdated(TerminalError):
+    """A lake table lacks columns its declared schema has (made before them, no writer opened it since)."""
+
+
+def _view_texts(lake: Lake, sources: dict[str, _Source]) -> list[str]:
+    """Every view file's statements with each table read through `sources`, and the mask as a view of
+    the lake's mask file."""
+    texts = []
+    for path in sql_files():
+        text = path.read_text(encoding="utf-8").strip()
+        if path.name == MASK_FILE:
+            texts.append(_mask_view(lake))
+            continue
+        if path.name == CHANGE_FILES_FILE:
+            text = (
+                _change_files_over_delta(sources["changes_files"])
+                + text[text.index(_CHANGE_FILES_TO_DEDUPE) :]
+            )
+        texts.append(_over_delta(text, sources))
+    return texts
+
+
+def _view_statements(lake: Lake, allow: AllowList) -> tuple[list[str], list[str]]:
+    """(the views' statements over `delta_scan`, their COMMENT statements), made on a connection that
+    reads nothing: the views are bound over zero-row stand-ins of the declared columns."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET TimeZone = 'UTC'")
+        scans, stand_ins = _delta_sources(lake, allow, con)
+        for text in _view_texts(lake, stand_ins):
+            con.execute(text)
+        comments = comment_statements(con, VIEW_NAMES)
+    finally:
+        con.close()
+    return _view_texts(lake, scans), comments
+
+
+def _script_head(lake: Lake) -> list[str]:
+    return [
+        f"-- The lake's views over the Delta tables at {lake.uri} (entitlements lake views). Each query",
+        "-- reads the tables as they are then. Columns and time axes: schema/lake.md (and the COMMENTs:",
+        "-- duckdb_columns()). Needs the delta extension: installed (LOAD delta), or loaded by path first.",
+    ]
+
+
 def cli_script(lake: Lake, *, include: Iterable[Path] = (), allow_list: AllowList | None = None) -> str:
     """A self-contained DuckDB script for the DuckDB CLI (with the delta extension), from any folder or
     host that reaches the lake: every view over `delta_scan` of the lake's Delta tables (each query reads
     the tables' versions current then, so the script stays right after later commits), the files in
     `include` (e.g. the mining helper views), the COMMENTs, and the lake's erasure mask read from the lake
-    on every query. It names no file outside the lake. A table with no commit yet (the audits' stored
-    failures before the first `audit --store-failures`) reads as zero rows until the script is printed
-    again. Raises `LakeMissing` on a lake with no data. `entitlements lake views` prints it."""
+    on every query. It names no file outside the lake, and making it writes no file anywhere. A table
+    with no commit yet (the audits' stored failures before the first `audit --store-failures`) reads as
+    zero rows until the script is printed again. Raises `LakeMissing` on a lake with no data,
+    `LakeTablesOutdated` on tables older than their columns. `entitlements lake views` prints it."""
     allow = allow_list or default_allow_list()
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        create_views(con, lake, allow_list=allow)
-        comments = comment_statements(con, VIEW_NAMES)
-        sources = {
-            variable: (f"delta_scan({literal(lake.table_uri(table))})" if open_table(lake, table) else "")
-            for variable, table in _VARIABLE_TABLES.items()
-        }
-        texts = []
-        for path in sql_files():
-            text = path.read_text(encoding="utf-8").strip()
-            if path.name == MASK_FILE:
-                texts.append(_mask_view(lake))
-                continue
-            if path.name == CHANGE_FILES_FILE:
-                text = (
-                    _change_files_over_delta(literal(lake.table_uri(CHANGES)))
-                    + text[text.index(_CHANGE_FILES_TO_DEDUPE) :]
-                )
-            texts.append(_over_delta(text, sources, con))
-    finally:
-        con.close()
+    require_data(lake)
+    texts, comments = _view_statements(lake, allow)
     parts = [
-        f"-- The lake's views over the Delta tables at {lake.uri} (entitlements lake views). Each query",
-        "-- reads the tables as they are then. Columns and time axes: schema/lake.md (and the COMMENTs:",
-        "-- duckdb_columns()). Needs the delta extension: installed (LOAD delta), or loaded by path first.",
+        *_script_head(lake),
         "LOAD delta;",
         "SET TimeZone = 'UTC';",
         f"SET VARIABLE lake_root = {literal(lake.uri)};",
@@ -491,6 +536,33 @@ def cli_script(lake: Lake, *, include: Iterable[Path] = (), allow_list: AllowLis
         *comments,
     ]
     return "\n".join(parts) + "\n"
+
+
+def write_database(lake: Lake, target: Path, *, allow_list: AllowList | None = None) -> None:
+    """A DuckDB database file at `target` (which must not exist) holding every view of `cli_script`
+    over `delta_scan` of the lake's tables, with their COMMENTs: it stays right after later commits and
+    from any folder or host that reaches the lake. A reader loads the delta extension first (`LOAD
+    delta`, or the wheel's file by path) and sets `TimeZone = 'UTC'` to see times in UTC (a database
+    keeps no setting). Nothing but `target` is written (DuckDB's write-ahead log beside it is folded
+    in and removed when the file is closed). Raises `LakeMissing` on a lake with no data (nothing
+    written)."""
+    allow = allow_list or default_allow_list()
+    require_data(lake)
+    texts, comments = _view_statements(lake, allow)
+    con = duckdb.connect(str(target))
+    try:
+        load_delta_extension(con)
+        con.execute("SET TimeZone = 'UTC'")
+        for text in texts:
+            con.execute(text)
+        for statement in comments:
+            con.execute(statement)
+        con.execute("CHECKPOINT")
+    except BaseException:
+        con.close()
+        target.unlink(missing_ok=True)
+        raise
+    con.close()
 
 
 def connect(
@@ -651,3 +723,18 @@ def run_read_only(con: duckdb.DuckDBPyConnection, query: str) -> pa.Table:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def duplicates_removed(lake: Lake) -> dict[str, int]:
+    """Rows the `changes` and `outcomes` views' dedupe removed (raw rows minus the view's rows, both
+    masked): the tables keep each identity once (analytics.lake._high_water), so this is a check that
+    reads 0, not a repair."""
+    con = connect(lake)
+    try:
+        counts = {}
+        for name in ("changes", "outcomes"):
+            query = f"SELECT (SELECT count(*) FROM raw_{name}) - (SELECT count(*) FROM {name})"  # noqa: S608
+            counts[name] = int(con.execute(query).fetchall()[0][0])
+    finally:
+        con.close()
+    return counts

@@ -1,4 +1,5 @@
-"""Clocks. One simulated clock is shared by the simulator, the TTL emulator and the processors.
+"""Clocks. One simulated clock is shared by the simulator, the TTL emulator, the service and the
+processors; it lives in the kernel so that each of them imports it without reaching into another.
 
 Simulated time is `start + (real_now - anchor) * speed`: 63 days pass in seconds, and every process
 that is given the same settings agrees on the time without talking to the others.
@@ -6,19 +7,30 @@ that is given the same settings agrees on the time without talking to the others
 
 from __future__ import annotations
 
-__all__ = ["Clock", "SimulatedClock", "SystemClock", "clock_from_settings"]
+__all__ = ["Clock", "ClockSpec", "SimulatedClock", "SystemClock", "clock_from_settings"]
 
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
-
-from config import ClockSettings
 
 
 class Clock(Protocol):
     def now(self) -> datetime:
         """An aware UTC datetime."""
         ...
+
+
+class ClockSpec(Protocol):
+    """What a clock is built from (`config.ClockSettings` has it; the kernel does not import config)."""
+
+    @property
+    def start(self) -> datetime | None: ...
+
+    @property
+    def anchor(self) -> datetime | None: ...
+
+    @property
+    def speed(self) -> float: ...
 
 
 class SystemClock:
@@ -43,7 +55,7 @@ class SimulatedClock:
         return simulated.total_seconds() / self._speed
 
 
-def clock_from_settings(settings: ClockSettings) -> Clock:
+def clock_from_settings(settings: ClockSpec) -> Clock:
     if settings.start is None:
         return SystemClock()
     anchor = settings.anchor or settings.start

@@ -1,4 +1,4 @@
-"""analytics/views.py and analytics/sql/*.sql: the views over the lake."""
+"""analytics/lake/views.py and analytics/sql/*.sql: the views over the lake."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
@@ -17,12 +18,14 @@ import pytest
 from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
 from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake, snapshot
+from analytics.lake import landing as landing_module
 from analytics.lake._delta import open_table
 from analytics.lake._duck import delta_extension_path, literal
-from analytics.lake._files import ensure_layout
+from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, ensure_layout
+from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
-from analytics.views import (
+from analytics.lake.views import (
     VIEW_NAMES,
     cli_script,
     connect,
@@ -31,6 +34,7 @@ from analytics.views import (
     set_mask,
     view_comments,
     views_read_by,
+    write_database,
 )
 from devstack.moto_process import moto_process
 from schema.outcomes import FINAL_OUTCOME_PRECEDENCE, OutcomeEvent, OutcomeKind, outcome_id
@@ -92,19 +96,19 @@ def duckdb_cli() -> str:
     return found
 
 
-def _duckdb_cli(script: str, query: str, cwd: Path) -> list[str]:
-    # The delta extension from its PyPI wheel, loaded by path (the script's own `LOAD delta` is then a
-    # no-op); DuckDB's extension site is not reachable here.
-    load = f"LOAD {literal(delta_extension_path())}"
-    result = subprocess.run(
-        [duckdb_cli(), "-csv", "-noheader", "-c", load, "-c", script, "-c", query],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+def duckdb_cli_lines(*commands: str, cwd: Path, database: Path | None = None) -> list[str]:
+    """The DuckDB CLI's CSV lines for `commands`, run in `cwd` (on `database` when given). The delta
+    extension comes from its PyPI wheel, loaded by path first (a script's own `LOAD delta` is then a
+    no-op); DuckDB's extension site is not reachable here."""
+    arguments = [duckdb_cli(), *([str(database)] if database else []), "-csv", "-noheader"]
+    for command in (f"LOAD {literal(delta_extension_path())}", *commands):
+        arguments += ["-c", command]
+    result = subprocess.run(arguments, cwd=cwd, capture_output=True, text=True, timeout=120, check=True)
     return result.stdout.strip().splitlines()
+
+
+def _duckdb_cli(script: str, query: str, cwd: Path) -> list[str]:
+    return duckdb_cli_lines(script, query, cwd=cwd)
 
 
 _VIEW_COLUMNS = (
@@ -200,8 +204,11 @@ def test_the_comments_are_the_lake_docs_words(landed: Lake) -> None:
     assert comment == [(view_comments()[1]["array_accounts.cleanup_cancelled_at"],)]
 
 
-def test_the_lake_doc_explains_no_column_that_no_view_holds(landed: Lake) -> None:
+def test_the_lake_doc_explains_no_column_that_no_view_or_table_holds(landed: Lake) -> None:
     held = {(str(v), str(c)) for v, c, _ in connect(landed).execute(_VIEW_COLUMNS).fetchall()}
+    allow = default_allow_list()
+    for spec in (*TABLES.values(), AUDIT_FAILURES_TABLE):
+        held |= {(spec.meaning.name, name) for name in spec.schema(allow).names}
     names = {column for _, column in held}
     stale = [
         key
@@ -295,7 +302,7 @@ def test_files_written_under_other_schemas_lose_no_column(lake: Lake, history: T
     path = data_files(lake, CHANGES)[0]
     newer = pq.read_table(lake.path(path))
     newer = newer.append_column("new_plan", pa.array(["gold"] * newer.num_rows))
-    write_deltalake(open_table(lake, CHANGES), _with_day(newer, path), mode="append", schema_mode="merge")  # type: ignore[arg-type]
+    write_deltalake(open_table(lake, CHANGES), _with_day(newer, path), mode="append", schema_mode="merge")  # type: ignore[call-overload]
     con = connect(lake)
     columns = {row[0] for row in con.execute("DESCRIBE changes").fetchall()}
     assert {"new_plan", "new_item_updated_at", "old_item_updated_at"} <= columns
@@ -316,13 +323,18 @@ def test_create_views_works_on_an_existing_connection(lake: Lake, history: Table
     assert con.execute("SELECT count(*) FROM changes").fetchall() == [(len(history.events),)]
 
 
-def test_only_files_that_overlap_another_are_deduplicated(lake: Lake, history: TableSim) -> None:
+def test_only_files_that_overlap_another_are_deduplicated(
+    lake: Lake, history: TableSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _land(lake, history, flush_rows=30)
     con = connect(lake)
     assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == [(0,)]
     replay_of = TableSim(seed=0)
     replay_of.events = history.events[40:90]
-    _land(lake, replay_of, flush_rows=7)  # other batch boundaries over the same events
+    # The replay lands without the high-water marks' plan (as a lake landed before them holds
+    # replays), with other batch boundaries over the same events.
+    monkeypatch.setattr(landing_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    _land(lake, replay_of, flush_rows=7)
     con = connect(lake)
     overlapping = con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall()[0][0]
     total = con.execute("SELECT count(*) FROM change_files").fetchall()[0][0]
@@ -335,7 +347,7 @@ def test_a_file_without_statistics_is_always_deduplicated(lake: Lake, history: T
     path = data_files(lake, CHANGES)[0]
     table = _with_day(pq.read_table(lake.path(path)), path)
     no_statistics = WriterProperties(default_column_properties=ColumnProperties(statistics_enabled="NONE"))
-    write_deltalake(open_table(lake, CHANGES), table, mode="append", writer_properties=no_statistics)  # type: ignore[arg-type]
+    write_deltalake(open_table(lake, CHANGES), table, mode="append", writer_properties=no_statistics)  # type: ignore[call-overload]
     con = connect(lake)
     every_file = con.execute("SELECT count(*) FROM change_files").fetchall()
     assert con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall() == every_file
@@ -530,3 +542,43 @@ def test_a_locked_down_connection_reads_a_lake_on_s3(history: TableSim) -> None:
         con = connect(lake)
         lock_down(con, lake)
         assert con.execute("SELECT count(*) FROM changes").fetchone() == (len(history.events),)
+
+
+def _files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_database_of_views_reads_later_commits_from_another_folder_and_writes_nothing_else(
+    lake: Lake, history: TableSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _land(lake, history)
+    watched = tmp_path / "tmp"
+    watched.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(watched))  # where an anchor would have gone
+    before = _files_under(tmp_path)
+    target = tmp_path / "out" / "lake.duckdb"
+    target.parent.mkdir()
+    write_database(lake, target)
+    lake_files = {p for p in _files_under(tmp_path) if str(p).startswith(lake.base)}
+    assert _files_under(tmp_path) - before - lake_files == {target}
+    later = TableSim(shards=("shardId-00000004-dddd",), seed=9)
+    later.random_history(users=4, operations=30)
+    _land(lake, later)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    counted = duckdb_cli_lines("SELECT count(*) FROM changes", cwd=elsewhere, database=target)
+    assert counted == [str(len(history.events) + len(later.events))]
+    con = duckdb.connect(str(target), read_only=True)
+    comments = con.execute(f"SELECT count(*) FROM ({_VIEW_COLUMNS}) WHERE comment IS NULL").fetchall()
+    assert comments == [(0,)]
+
+
+def test_printing_the_script_writes_no_file(
+    landed: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watched = tmp_path / "tmp"
+    watched.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(watched))
+    before = _files_under(tmp_path)
+    cli_script(landed)
+    assert _files_under(tmp_path) == before

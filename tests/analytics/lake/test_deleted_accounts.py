@@ -1,4 +1,4 @@
-"""analytics/deleted_accounts.py: the accounts the lake shows cleanup deleted, for the repair."""
+"""analytics/lake/deleted_accounts.py: the accounts the lake shows cleanup deleted, for the repair."""
 
 from __future__ import annotations
 

@@ -1,0 +1,99 @@
+"""analytics/lake/purge.py on moto's S3, in one process: landing writers in threads commit through an
+erasure's purges (the DELETE, the expunge that deletes the log they read, the orphan removal) on the same
+tables; every writer's rows land, no writer's flush fails past its own retries, and no file under the
+lake holds the erased users after. (The process-based twin is in test_concurrent_writers.py.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, purge_users
+from analytics.lake._delta import open_table
+from analytics.lake.eraser import AnalyticsLakeEraser
+from config import LakeSettings
+from tests.analytics.lake.concurrent_writer import SHARDS, history
+from tests.analytics.lake.conftest import new_s3_lake
+from tests.analytics.lakesim import TableSim
+
+ERASED = tuple(f"erased-{n}" for n in range(3))
+
+
+def _land_erased_users(lake: Lake) -> None:
+    """The erasures' work, landed before the writers start: users the writers' history does not hold."""
+    sim = TableSim(shards=("shardId-00000009-zzzz",), seed=3)
+    for user in ERASED:
+        sim.signup(user, f"{user}-acct")
+    handler = LakeHandler(lake)
+    for event in sim.events:
+        handler.add(event)
+    handler.flush()
+
+
+FLUSH_ROWS = 7
+
+
+def _writer(lake: Lake, index: int, failures: list[str], added: list[int]) -> None:
+    """One shard of the shared history in flushes of 7 rows, each a commit (as `concurrent_writer`);
+    `added[index]` counts the events handed over (every 7th one's `add` commits a flush)."""
+    sim = history()
+    try:
+        handler = LakeHandler(lake, LakeSettings(flush_rows=FLUSH_ROWS))
+        for event in sim.events:
+            if event.position.shard_id == SHARDS[index]:
+                handler.add(event)
+                added[index] += 1
+        for position, outcome in enumerate(sim.outcomes):
+            if position % len(SHARDS) == index:
+                handler.add_outcome(outcome)
+        handler.flush()
+    except Exception as error:  # the test's verdict: any writer failing past its retries
+        failures.append(type(error).__name__)
+
+
+def _purges_until(writers: list[threading.Thread], lake: Lake, added: list[int]) -> int:
+    """Purge the erased users, then ids holding nothing (each clean-up deletes the log the writers
+    read), until every writer has ended; returns how many purges had a writer's flush commit while
+    they ran."""
+    ids: Iterator[str] = iter([*ERASED, *(f"nobody-{n}" for n in range(10_000))])
+    overlapped = 0
+    while any(writer.is_alive() for writer in writers):
+        before = list(added)
+        purge_users(lake, [next(ids)])
+        overlapped += any(a // FLUSH_ROWS > b // FLUSH_ROWS for a, b in zip(added, before, strict=True))
+    return overlapped
+
+
+def _rows(lake: Lake, name: str) -> int:
+    """The table's rows, read with deltalake's own reader."""
+    table = open_table(lake, name)
+    assert table is not None
+    return int(table.to_pyarrow_table().num_rows)
+
+
+def test_writer_threads_land_every_row_through_purges_on_s3_and_leave_no_trace(
+    moto_s3_endpoint: str,
+) -> None:
+    lake = new_s3_lake(moto_s3_endpoint)
+    _land_erased_users(lake)
+    failures: list[str] = []
+    added = [0] * len(SHARDS)
+    writers = [
+        threading.Thread(target=_writer, args=(lake, index, failures, added), name=f"writer-{index}")
+        for index in range(len(SHARDS))
+    ]
+    for writer in writers:
+        writer.start()
+    overlapped = _purges_until(writers, lake, added)
+    for writer in writers:
+        writer.join(timeout=600)
+    purge_users(lake, ERASED)  # whichever of them a writer's commit outran
+    sim = history()
+    assert failures == []
+    assert (_rows(lake, CHANGES), _rows(lake, OUTCOMES)) == (len(sim.events), len(sim.outcomes))
+    assert overlapped > 0  # writers' flushes committed while a purge ran
+    found = AnalyticsLakeEraser(lake).traces_for(ERASED)
+    assert all(scan is not None for scan in found.values())
+    assert {name: sum(scan.traces_of(user) for user in ERASED) for name, scan in found.items() if scan} == {
+        name: 0 for name in found
+    }
