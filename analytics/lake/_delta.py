@@ -50,6 +50,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -203,7 +204,13 @@ def append(
     version"), it reopens the table at its newest version and commits there. Each append carries an
     id (`COMMIT_ID`) in its commit, so one that failed after its commit was published (a
     post-commit step) is found in the log and not committed twice. `table` itself is brought to the
-    committed version when it can be; a caller keeping it checks `version()` against the result."""
+    committed version when it can be; a caller keeping it checks `version()` against the result.
+
+    An append can also land where no reader looks (`_stranded`): delta-rs reads the newest version
+    before it writes its data files and publishes `<version>.json` create-if-absent after; an
+    expunge that checkpointed a later version and deleted the entries before it in between leaves
+    that name free, so the commit is published below the checkpoint, which does not hold it. Such a
+    commit is taken back (its entry and data files deleted) and appended again on the newest version."""
     commit_id = uuid.uuid4().hex
     metadata = {**(custom_metadata or {}), COMMIT_ID: commit_id}
     since = int(table.version())
@@ -224,6 +231,10 @@ def append(
                 predicate=predicate,
                 transactions=transactions,
             )
+            if mode == "append" and _stranded(lake, name, current, commit_id, transactions):
+                logger.info("commit stranded below a checkpoint; appending again", extra={"attempt": attempt})
+                current = _reopened(lake, name)
+                continue
             break
         except (SchemaMismatchError, DeltaProtocolError):
             raise  # the data or the table is at fault: no reload changes that
@@ -301,6 +312,48 @@ def _write(
             commit_properties=commit,
             post_commithook_properties=APPEND_HOOKS,
         )
+
+
+def _stranded(
+    lake: Lake, name: str, table: DeltaTable, commit_id: str, transactions: Sequence[Transaction]
+) -> bool:
+    """Whether the append just published as `table.version()` was stranded below a checkpoint that
+    does not hold it (see `append`); a stranded commit's own log entry and data files are deleted.
+
+    Only a checkpoint newer than the commit can have been written without it, so the usual answer
+    costs one small read (`_last_checkpoint`). Past one, the commit landed when the newest version
+    holds a file it added; when its entry is already gone (a second expunge), when the newest version
+    holds each of its `txn` versions. A landed commit whose files a later commit rewrote within that
+    moment would be taken for stranded and appended again: harmless for the landing's appends, which
+    are planned again on the newest version and drop the rows it holds (`analytics.lake._high_water`)."""
+    version = int(table.version())
+    checkpoint = _last_checkpoint(lake, name)
+    if checkpoint is None or checkpoint <= version:
+        return False
+    entry = (commits_since(lake, name, version - 1, version) or [[]])[0]
+    if not any(action.get("commitInfo", {}).get(COMMIT_ID) == commit_id for action in entry):
+        entry = []  # the entry is gone (a later expunge took it) or it is not this commit's
+    added = {unquote(action["add"]["path"]) for action in entry if "add" in action}
+    latest = _reopened(lake, name)
+    if not entry:
+        return bool(transactions) and any(
+            (latest.transaction_version(t.app_id) or -1) < t.version for t in transactions
+        )
+    if added & {unquote(path) for path, _ in active_files(latest)}:
+        return False
+    for relative in [f"{LOG_DIR}/{version:020d}.json", *sorted(added)]:
+        with contextlib.suppress(FileNotFoundError, OSError):
+            lake.fs.delete_file(lake.path(f"{name}/{relative}"))
+    return True
+
+
+def _last_checkpoint(lake: Lake, name: str) -> int | None:
+    """The version `_delta_log/_last_checkpoint` names, or None when the table has no checkpoint."""
+    try:
+        with lake.fs.open_input_stream(lake.path(f"{name}/{LOG_DIR}/_last_checkpoint")) as handle:
+            return int(json.loads(handle.read().decode())["version"])
+    except (FileNotFoundError, OSError, ValueError, KeyError):
+        return None
 
 
 def _pause(attempt: int) -> None:

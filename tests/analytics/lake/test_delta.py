@@ -94,6 +94,46 @@ def test_an_append_that_raised_after_its_commit_landed_is_not_committed_twice(
     assert COMMIT_ID in commit
 
 
+def test_an_append_published_below_an_expunges_checkpoint_is_taken_back_and_appended_again(
+    any_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """delta-rs reads the newest version, writes its data files, then publishes `<v>.json`
+    create-if-absent: an expunge in between that checkpoints a later version and deletes the entries
+    before it leaves the name free, and the commit lands where no reader looks. Staged here: the
+    append's entry is set aside while others commit and an expunge runs, then published again."""
+    table = ensure_table(any_lake, "t", USERS)
+    real = deltalake.write_deltalake
+    entry = any_lake.path("t/_delta_log/00000000000000000001.json")
+    stranded: list[str] = []
+
+    def publish_below_a_checkpoint(*args: Any, **kwargs: Any) -> None:
+        real(*args, **kwargs)
+        if stranded:
+            return
+        with any_lake.fs.open_input_stream(entry) as handle:
+            ours = handle.read()
+        stranded.extend(
+            line.split('"path":"')[1].split('"')[0] for line in ours.decode().splitlines() if '"add"' in line
+        )
+        any_lake.fs.delete_file(entry)
+        for n in (20, 21):  # others commit versions 1 and 2, then an expunge deletes the log before 2
+            real(ensure_table(any_lake, "t", USERS), _rows("other", n), mode="append")
+        expunge(any_lake, "t")
+        assert _log_entries(any_lake)[0] != "00000000000000000001.json"
+        with any_lake.fs.open_output_stream(entry) as handle:
+            handle.write(ours)
+
+    monkeypatch.setattr(delta_module, "write_deltalake", publish_below_a_checkpoint)
+    version = append(any_lake, table, "t", _rows("kept", 1))
+    latest = open_table(any_lake, "t")
+    assert latest is not None and version == latest.version()
+    assert _numbers(any_lake) == [1, 20, 21]  # ours once, on the newest version
+    assert "00000000000000000001.json" not in _log_entries(any_lake)  # the stranded entry is gone
+    assert [any_lake.fs.get_file_info(any_lake.path(f"t/{path}")).type for path in stranded] == [
+        pafs.FileType.NotFound
+    ]
+
+
 def test_writers_append_while_erasures_clean_the_log_and_every_append_lands(lake: Lake) -> None:
     ensure_table(lake, "t", USERS)
     for n in range(20):
