@@ -242,6 +242,9 @@ class SourceSettings(BaseModel):
     # How many of a shard's latest changes the duplicate check remembers (eventIDs and changes each),
     # so that a copy arriving a read later is dropped too; about 200 bytes a change.
     duplicate_memory: int = Field(default=100_000, ge=1, le=10_000_000)
+    # The Kinesis stream's retention period as set on the stream (Kinesis: 24 h by default, 24 to 8,760
+    # h): how long its records keep an erased user's data; the erasure receipt names it (kind kinesis).
+    retention_hours: int = Field(default=24, ge=24, le=8760)
 
     @field_validator("stream_arn")
     @classmethod

@@ -351,6 +351,7 @@ def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds
         lake=AnalyticsLakeEraser(lake),
         stores=ConsumerStores.from_settings(settings.consumer),
         ledger=ErasureLedger(state / LEDGER_DIR_NAME, erasure.ledger_key),
+        source=settings.source,
     )
     return ErasureWorker(
         settings=erasure,

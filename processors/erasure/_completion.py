@@ -16,7 +16,7 @@ import telemetry
 from processors.erasure._batch import Batch, BatchTools, Job
 from processors.erasure._errors import ErasureStepError, ErasureTimeoutError
 from processors.erasure._ledger import ERASE_PASSES, LedgerEntry
-from processors.erasure._receipt import ErasureReceipt, verify_erasures
+from processors.erasure._receipt import ErasureReceipt, unreached_by_erasure, verify_erasures
 from processors.erasure._table import UserTable
 from schema.erasure import EraseRequest
 from schema.errors import EntitlementsError
@@ -156,6 +156,7 @@ class Completion:
                 erased_at=erased_at,
                 verified_at=verified_at,
                 stores=scans[user_id],
+                unreached=unreached_by_erasure(tools.erasure.targets.source),
             )
             try:
                 tools.calls.call(

@@ -44,6 +44,7 @@ from adapters import (
     ArrayTransientError,
     ErrArrayUserAlreadyDeleted,
 )
+from config import SourceSettings
 from processors.erasure._bounded import BoundedCalls, Deadline, Parallel
 from processors.erasure._clients import DynamoDBTableClient
 from processors.erasure._consumer_stores import ConsumerStores, StoreCounts
@@ -70,6 +71,8 @@ class ErasureTargets:
     lake: LakeEraser
     stores: ConsumerStores
     ledger: ErasureLedger
+    # Where the consumer reads the table's changes: the receipt names what of it no erasure reaches.
+    source: SourceSettings = field(default_factory=SourceSettings)
 
 
 @dataclass(slots=True)

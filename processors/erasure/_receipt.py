@@ -20,11 +20,26 @@ copies, matched as the erasure matches them: `ConsumerStores.scan_for`), and `ar
 listing of a user's accounts, and once the rows naming them are gone the store cannot name them again;
 so each account the erasure's rows named was asked again after its delete and answered 404 (gone). The
 receipt's `array` scan says how many (`checked`), and its `note` what cannot be checked.
+
+What no erasure reaches is named too (`unreached`), so that the receipt does not read as "erased
+everywhere" where it is not: with the Kinesis source (`SourceSettings.kind`), the Kinesis data stream
+keeps every change, full images included, until its retention (`SourceSettings.retention_hours`)
+ends, and Kinesis deletes no record before that; the entry says so, with the retention in hours. It is
+not a scan (the verifier cannot read a stream by user, and nothing could be removed there), so it does
+not make the receipt unclean.
 """
 
 from __future__ import annotations
 
-__all__ = ["ARRAY_NOTE", "ErasureReceipt", "StoreScan", "verify_erasures"]
+__all__ = [
+    "ARRAY_NOTE",
+    "KINESIS_NOTE",
+    "ErasureReceipt",
+    "StoreScan",
+    "Unreached",
+    "unreached_by_erasure",
+    "verify_erasures",
+]
 
 import json
 from collections.abc import Callable, Mapping
@@ -33,6 +48,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from config import SourceSettings
 from processors.erasure._bounded import Deadline
 from processors.erasure._errors import ErasureTimeoutError
 from processors.erasure._lake import LakeTableScan
@@ -46,6 +62,31 @@ ARRAY_NOTE = (
     "each Array account the user's rows named answered 404 (gone) when asked after its delete; "
     "Array offers no listing by user, so an account no row named cannot be checked"
 )
+
+KINESIS_NOTE = (
+    "the Kinesis data stream the consumer reads keeps every change of the table, full images included, "
+    "until its retention ends; Kinesis deletes no record before that, so no erasure removes them there; "
+    "the erasure ledger drops this account's earlier events on any later read"
+)
+
+
+class Unreached(BaseModel):
+    """A place that holds the user's data and that no erasure reaches, and for how long it keeps it."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+    store: str
+    retention_hours: int
+    note: str
+
+
+def unreached_by_erasure(source: SourceSettings) -> tuple[Unreached, ...]:
+    """What the receipt names as out of the erasure's reach for the consumer's `source`: with the
+    Kinesis source, the Kinesis stream and its retention. Nothing for the DynamoDB stream source: its
+    records also keep images for the stream's fixed 24 hours (docs/operations/erasure.md says so), but
+    the receipt names the retention an operator sets, which can be a year."""
+    if source.kind != "kinesis":
+        return ()
+    return (Unreached(store="kinesis", retention_hours=source.retention_hours, note=KINESIS_NOTE),)
 
 
 class StoreScan(BaseModel):
@@ -65,7 +106,7 @@ class ErasureReceipt(BaseModel):
     """What one erasure did and what its verifier saw, with no personal data."""
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
-    version: int = 2
+    version: int = 3  # 3: `unreached` added
     ledger_id: str
     started_at: datetime  # the erasure's first pass began (the store's clock)
     pass_one_at: datetime | None  # the first pass finished
@@ -74,6 +115,8 @@ class ErasureReceipt(BaseModel):
     # What each pass removed ("1", "2") of this user, per store (`AccountErasure.erase_counted`).
     removed: dict[str, dict[str, int]]
     stores: tuple[StoreScan, ...]  # the verifier's scan, per store
+    # Where the user's data stays whatever the erasure did (`unreached_by_erasure`); not scanned.
+    unreached: tuple[Unreached, ...] = ()
 
     @property
     def clean(self) -> bool:
