@@ -9,7 +9,7 @@ from analytics.lake._history_start import (
     history_start,
     record_history_start,
 )
-from analytics.lake._read import first_change_at, require_as_of, require_data
+from analytics.lake._read import first_change_at, require_as_of, require_data, require_reachable
 from analytics.lake._schema import (
     CHANGE_IDENTITY,
     CHANGES,
@@ -73,6 +73,7 @@ __all__ = [
     "record_history_start",
     "require_as_of",
     "require_data",
+    "require_reachable",
     "snapshot",
     "snapshot_as_of",
     "snapshot_info",

@@ -4,7 +4,7 @@ the instant its history starts when it was bootstrapped (else `HistoryStartsLate
 
 from __future__ import annotations
 
-__all__ = ["first_change_at", "require_as_of", "require_data"]
+__all__ = ["first_change_at", "require_as_of", "require_data", "require_reachable"]
 
 from datetime import UTC, datetime
 
@@ -31,9 +31,23 @@ def _holds_data(table: DeltaTable | None) -> bool:
     return table is not None and (int(table.version()) > 0 or bool(active_files(table)))
 
 
+def require_reachable(lake: Lake) -> None:
+    """Raises `LakeUnreachable` when an S3 lake's endpoint does not answer one pyarrow request (about a
+    second); a local lake passes. delta-rs's object store retries a refused connection for several
+    seconds per table it opens, so a command probes first, before its long step, and is refused on one
+    line and soon, not after its progress lines."""
+    if lake.is_local:
+        return
+    try:
+        lake.fs.get_file_info(lake.path(f"{CHANGES}/{LOG_DIR}"))
+    except OSError as error:
+        raise LakeUnreachable(lake.uri, lake.storage_options.get("AWS_ENDPOINT_URL")) from error
+
+
 def require_data(lake: Lake) -> DeltaTable:
     """The `changes` table at its latest version. Raises `LakeMissing` when the lake has no `changes`
     table or neither `changes` nor `outcomes` ever committed data (nothing ran that fills a lake)."""
+    require_reachable(lake)
     try:
         changes = open_table(lake, CHANGES)
     except (OSError, DeltaError) as error:  # delta-rs's object store: endpoint down, bucket refused

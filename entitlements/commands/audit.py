@@ -110,7 +110,7 @@ def run_audit(
     Never raises: a failure is one line on stderr (its message, or its class name for an unexpected
     one) and returns 2. Nothing is created where the lake should be."""
     from analytics.audits import load_config, render_report, run_audits  # noqa: PLC0415 (--help stays fast)
-    from analytics.lake import lake_from_settings  # noqa: PLC0415
+    from analytics.lake import lake_from_settings, require_reachable  # noqa: PLC0415
     from processors.erasure import LEDGER_DIR_NAME, ErasureLedger  # noqa: PLC0415
 
     try:
@@ -125,6 +125,7 @@ def run_audit(
             if use_erasure_ledger
             else None
         )
+        require_reachable(lake)  # refused on one line before the step that would print progress lines
         # A bar on a terminal, a line every few seconds elsewhere: an audit takes 20-60 s on a large lake.
         with progress("auditing the lake", every=LINE_SECONDS):
             report = run_audits(

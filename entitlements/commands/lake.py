@@ -281,7 +281,7 @@ def sql_command(
     ] = False,
 ) -> None:
     """Run one read-only query over the lake's views and print or export the result."""
-    from analytics.lake import lake_from_settings  # noqa: PLC0415 (kept off --help)
+    from analytics.lake import lake_from_settings, require_reachable  # noqa: PLC0415 (kept off --help)
     from analytics.lake.views import connect, lock_down, read_only_statement, run_read_only  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415
 
@@ -293,6 +293,7 @@ def sql_command(
     _outside_lake(lake.base, lake.is_local, output)
     # Refused before the lake is read: anything but one SELECT of the views (no table function, no file).
     read_only_statement(query)
+    require_reachable(lake)  # refused on one line before the step that would print progress lines
     # Accounts being erased are hidden by every connection, before their files are purged.
     with progress("running the query", every=LINE_SECONDS):
         con = connect(lake, from_snapshot=not from_log, as_of=instant)

@@ -63,7 +63,7 @@ def mine_command(
     ] = None,
 ) -> None:
     """Run a mining report over the lake (`--list` names them)."""
-    from analytics.lake import lake_from_settings  # noqa: PLC0415 (kept off --help)
+    from analytics.lake import lake_from_settings, require_reachable  # noqa: PLC0415 (kept off --help)
     from analytics.mining import render_mining, report_charts, run_report  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415
 
@@ -77,6 +77,7 @@ def mine_command(
     instant = _instant(as_of) if as_of is not None else None
     settings = load_settings()
     lake = lake_from_settings(settings, create=False)
+    require_reachable(lake)  # refused on one line before the step that would print progress lines
     # A bar on a terminal, a line every few seconds elsewhere: a report takes 20-60 s on a large lake.
     with progress(f"mining {report}", every=LINE_SECONDS):
         result = run_report(lake, report, policy=settings.policy, from_snapshot=from_snapshot, as_of=instant)
