@@ -136,6 +136,7 @@ _CHANGES: Final = {"INSERT": _INSERT, "MODIFY": _MODIFY, "REMOVE": _REMOVE}
 # under half a microsecond there and `datetime.fromtimestamp` rounds to the microsecond.
 _EXACT_MILLIS_LIMIT: Final = 2**32 * 1000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_FROM_TIMESTAMP: Final = datetime.fromtimestamp  # bound once: a class attribute lookup per record saved
 _USER_PK_LENGTH: Final = len(USER_PK_PREFIX)
 _MAX_EVENT_ID_IN_CONTEXT: Final = 128
 # A consumer of a Kinesis stream reads only Kinesis's envelope: a record without it (no recordFormat, no
@@ -369,7 +370,15 @@ def decode_export_item(
 # -- the branches ---------------------------------------------------------------------------------------
 
 
-def _complete(cls: type[EntitlementRow | CleanupRecord | GuardItem | IdempotencyRecord]) -> tuple[Any, ...]:
+def _attributes_getter(names: tuple[str, ...]) -> Any:
+    """A getter of the named attributes that gives a tuple whatever their number (an attrgetter of one
+    name gives the value itself): each name read once, as the builder runs per image."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda image: tuple(getattr(image, name) for name in names)
+
+
+def _builder(cls: type[EntitlementRow | CleanupRecord | GuardItem | IdempotencyRecord]) -> tuple[Any, ...]:
     """How the typed branch builds `cls` from a wire image holding exactly `cls`'s attributes (what the
     service writes), derived from `cls`'s fields: a getter of their values (AttributeError when one is
     absent), a getter of every other wire attribute with what it gives when those are all absent, the
@@ -385,8 +394,8 @@ def _complete(cls: type[EntitlementRow | CleanupRecord | GuardItem | Idempotency
     return (
         cls,
         operator.attrgetter(*(f"{name}.value" for name in names)),
-        operator.attrgetter(*others, *others),  # a tuple even for one name
-        (UNSET,) * (2 * len(others)),
+        _attributes_getter(others),
+        (UNSET,) * len(others),
         tuple(index for index, name in enumerate(names) if _WIRE_ATTRIBUTES[name] is _N),
         kind_first,
     )
@@ -399,9 +408,15 @@ _ITEM_CLASS: Final[dict[ItemKind, Any]] = {
     for kind in ItemKind
     if (cls := item_class(kind)) is not None and cls in (EntitlementRow, CleanupRecord)
 }
-# Each written class's builder, by the class its sort key names: one lookup, where trying the classes in
-# turn raised an AttributeError for each one that did not fit (most of an INSERT's or a REMOVE's cost).
-_COMPLETE: Final[dict[type, tuple[Any, ...]]] = {cls: _complete(cls) for cls in _WRITTEN}
+# Each written class's builder, by the kind whose sort key names that class: one lookup per image (a
+# lookup by class first needed `item_class`, a call per image).
+_BUILDERS: Final[dict[ItemKind, tuple[Any, ...]]] = {
+    kind: builder
+    for cls in _WRITTEN
+    for builder in [_builder(cls)]
+    for kind in ItemKind
+    if item_class(kind) is cls
+}
 # The image the adapter writes for the side a change does not have (`{}`): every attribute absent.
 _ABSENT_IMAGE: Final = _WireImage()
 _SORT_KEY: Final = operator.attrgetter(SK)
@@ -417,9 +432,9 @@ def _typed_item(section: str, image: Any) -> Item | None:
         sort_key = _SORT_KEY(image)
         if sort_key is not UNSET:
             kind = item_kind(sort_key.value)
-            complete = _COMPLETE.get(item_class(kind))  # type: ignore[arg-type]
-            if complete is not None:
-                cls, values, others, absent, numbers, kind_first = complete
+            builder = _BUILDERS.get(kind)
+            if builder is not None:
+                cls, values, others, absent, numbers, kind_first = builder
                 try:
                     fields = values(image)
                 except AttributeError:  # one of its attributes is absent: `parse_item` decides
@@ -570,7 +585,7 @@ def _event(
     created = ddb.ApproximateCreationDateTime
     if adapter and type(created) is int and 0 <= created < _EXACT_MILLIS_LIMIT:
         # Exact: a whole millisecond comes back whole (see `_EXACT_MILLIS_LIMIT`).
-        created_at = datetime.fromtimestamp(created / 1000, UTC)
+        created_at = _FROM_TIMESTAMP(created / 1000, UTC)
     else:
         created_at = _from_millis(created) if adapter else _from_seconds(created)
 
@@ -605,12 +620,18 @@ def _event(
     )  # fmt: skip
 
 
+# The item classes that declare userId: read straight from the item, without `_user_of`'s call.
+_WITH_USER_ID: Final = frozenset([EntitlementRow, CleanupRecord, GuardItem, IdempotencyRecord])
+
+
 def _user_id(keys: dict[str, Any], new_item: Item | None, old_item: Item | None) -> str | None:
     """The one user-id rule: the item's userId (new image first), else what follows USER# in the
     partition key."""
-    user_id = new_item.userId if isinstance(new_item, EntitlementRow | CleanupRecord) else _user_of(new_item)
+    new: Any = new_item  # a class in `_WITH_USER_ID` has userId (which `in` does not narrow for mypy)
+    user_id = new.userId if type(new) in _WITH_USER_ID else _user_of(new)
     if type(user_id) is not str or not user_id:
-        user_id = _user_of(old_item)
+        old: Any = old_item
+        user_id = old.userId if type(old) in _WITH_USER_ID else _user_of(old)
     if type(user_id) is not str or not user_id:
         pk = keys.get("pk")
         if type(pk) is str and pk.startswith(USER_PK_PREFIX) and len(pk) > _USER_PK_LENGTH:
