@@ -35,6 +35,7 @@ __all__ = [
     "delta_interval",
     "ensure_table",
     "expunge",
+    "last_checkpoint",
     "open_table",
     "restrict_commit",
     "table_schema_names",
@@ -95,12 +96,14 @@ _LOG_RETENTION = "delta.logRetentionDuration"
 # What `expunge` shortens the log's retention to, for its own clean-up only.
 _EXPUNGE_LOG_RETENTION = "interval 0 seconds"
 WRITER = WriterProperties(compression="ZSTD")
-# An append's post-commit hook writes the checkpoint when its version is due, but does not clean up
-# expired log entries: delta-rs's clean-up lists the whole `_delta_log` folder (no start-after), so
-# on every commit it cost a LIST growing with the log (30 days of entries at the shipped retention),
-# on S3 as on local disk. The maintenance leader's `cleanup_metadata` after each compaction, and
-# `expunge`, do that clean-up instead.
-APPEND_HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
+# An append's post-commit hook writes no checkpoint and cleans up no expired log entries; the
+# maintenance leader does both (`analytics.lake.maintenance`), and `expunge` its own. A checkpoint
+# holds the state its writer read: a writer's hook builds it from the writer's own snapshot, and an
+# append stranded below an erasure's checkpoint (`_stranded`) would publish a checkpoint of a state
+# from before the erasure's DELETE (its files' statistics naming the erased ids) and point
+# `_last_checkpoint` back at it; the leader checkpoints a table it has just opened. The clean-up lists
+# the whole `_delta_log` folder (no start-after): on every commit it cost a LIST growing with the log.
+APPEND_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 # Every append's commit carries its own id under this key (commitInfo), so an append that raised
 # after its commit was published can find it and not commit twice.
 COMMIT_ID = "lake.commit_id"
@@ -327,7 +330,7 @@ def _stranded(
     moment would be taken for stranded and appended again: harmless for the landing's appends, which
     are planned again on the newest version and drop the rows it holds (`analytics.lake._high_water`)."""
     version = int(table.version())
-    checkpoint = _last_checkpoint(lake, name)
+    checkpoint = last_checkpoint(lake, name)
     if checkpoint is None or checkpoint <= version:
         return False
     entry = (commits_since(lake, name, version - 1, version) or [[]])[0]
@@ -347,7 +350,7 @@ def _stranded(
     return True
 
 
-def _last_checkpoint(lake: Lake, name: str) -> int | None:
+def last_checkpoint(lake: Lake, name: str) -> int | None:
     """The version `_delta_log/_last_checkpoint` names, or None when the table has no checkpoint."""
     try:
         with lake.fs.open_input_stream(lake.path(f"{name}/{LOG_DIR}/_last_checkpoint")) as handle:

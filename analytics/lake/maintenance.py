@@ -15,9 +15,9 @@ of its last compaction and the rounds run, so a new leader picks the cadence up 
 left it.
 
 The cadence (`LakeSettings`, costs in docs/architecture.md, "Commits at scale"):
-- a checkpoint every `checkpoint_interval` commits: the tables' `delta.checkpointInterval`, written by
-  delta-rs's post-commit hook of the commit whose version is a multiple of it (whichever writer that
-  is); the hook also deletes log entries past `delta.logRetentionDuration`;
+- a checkpoint once `checkpoint_interval` commits (the tables' `delta.checkpointInterval`) have landed
+  since the last one, written by the leader from the table opened afresh (appends write none:
+  `analytics.lake._delta.APPEND_HOOKS` says why);
 - a compaction of a table once `compact_every_commits` commits have landed since its last one, tiered
   (`compaction.tier_target`), then a vacuum of the files removed more than
   `delta.deletedFileRetentionDuration` ago (in `compaction.compact`) and a log clean-up;
@@ -52,7 +52,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from analytics.lake._delta import delta_interval as _interval
-from analytics.lake._delta import open_table, restrict_commit
+from analytics.lake._delta import last_checkpoint, open_table, restrict_commit
 from analytics.lake._filesystem import Lake
 from analytics.lake._schema import CHANGES, OUTCOMES
 from analytics.lake.compaction import CompactionResult, compact, tier_target
@@ -156,6 +156,7 @@ class RoundResult:
 
     leader: bool = False
     compacted: list[str] = field(default_factory=list)
+    checkpointed: list[str] = field(default_factory=list)
     properties_set: list[str] = field(default_factory=list)
     compaction: CompactionResult = field(default_factory=CompactionResult)
 
@@ -327,6 +328,23 @@ class MaintenanceRunner:
             result.properties_set.append(dataset)
         self._checked.add(dataset)
 
+    def _checkpoint_if_due(self, dataset: str, table: DeltaTable, result: RoundResult) -> None:
+        """A checkpoint of the newest version once `checkpoint_interval` commits landed since the last.
+        Written from the table opened afresh, not the runner's cached object: a checkpoint holds the
+        state its writer read, and the cached one was last read a look ago."""
+        last = last_checkpoint(self._lake, dataset)
+        if int(table.version()) - (last if last is not None else -1) < self._policy.checkpoint_interval:
+            return
+        fresh = open_table(self._lake, dataset)
+        if fresh is None:
+            return
+        try:
+            fresh.create_checkpoint()
+        except (DeltaError, FileNotFoundError):
+            return  # a concurrent erasure's clean-up took the version away: the next look
+        restrict_commit(self._lake, dataset, int(fresh.version()))
+        result.checkpointed.append(dataset)
+
     def step(self) -> RoundResult:
         """One look: take or renew the lease if free, then maintain each table that is due."""
         result = RoundResult()
@@ -338,6 +356,7 @@ class MaintenanceRunner:
             if table is None:
                 continue
             self._ensure_properties(dataset, table, result)
+            self._checkpoint_if_due(dataset, table, result)
             assert self._state is not None
             version = int(table.version())
             last = self._state.compacted.get(dataset, 0)
