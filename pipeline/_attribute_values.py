@@ -71,8 +71,11 @@ def parse_number(text: Any) -> int | Decimal:
     """An ``N`` payload as an int (integral) or an exact Decimal, within DynamoDB's rules."""
     if type(text) is not str:
         raise DecodeError("N is not a string")
+    # Fast path: a plain integer of at most 38 characters has at most 38 significant digits. An unsigned
+    # one (a ttl, a version, a status code: what the service writes) is checked without a slice.
+    if len(text) <= MAX_SIGNIFICANT_DIGITS and text.isdigit() and text.isascii():
+        return int(text)
     digits = text[1:] if text[:1] == "-" else text
-    # Fast path: a plain integer of at most 38 characters has at most 38 significant digits.
     if len(digits) <= MAX_SIGNIFICANT_DIGITS and digits.isdigit() and digits.isascii():
         return int(text)
     return _parse_number_exactly(text)
