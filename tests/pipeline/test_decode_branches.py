@@ -173,3 +173,15 @@ def test_the_services_own_records_take_the_typed_branch_and_give_the_generic_eve
     decode_module._decode_typed(data)  # raises when it does not take it
     typed, generic = both_branches(data)
     assert typed == generic
+
+
+@pytest.mark.parametrize("names", [(), ("ttl",), ("ttl", "version")], ids=["none", "one", "two"])
+def test_the_exact_class_check_reads_the_other_attributes_as_a_tuple_whatever_their_number(
+    names: tuple[str, ...],
+) -> None:
+    image = decode_module._WireImage(ttl=decode_module._N("1772697600"))
+
+    read = decode_module._attributes_getter(names)(image)
+
+    assert type(read) is tuple
+    assert read == tuple(getattr(image, name) for name in names)
