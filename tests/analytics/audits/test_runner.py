@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from analytics import AnalyticsLakeEraser
 from analytics.audits import AuditConfig, AuditParameters, AuditReport, Status, run_audits
 from analytics.audits import render_report as render
 from analytics.audits._config import Thresholds
@@ -45,6 +46,29 @@ def test_changes_landed_after_the_snapshot_are_part_of_now(story: Story, lake: L
     report = run_audits(lake)
     assert report.source == "snapshot"
     assert found(report) == {"duplicate_active_rows": 2, "duplicate_active_rows_ever": 2}
+
+
+@pytest.mark.parametrize("later_changes", [False, True], ids=["snapshot alone", "snapshot and later changes"])
+def test_now_checks_over_the_snapshot_hide_masked_users_and_find_what_the_log_finds(
+    story: Story, lake: Lake, later_changes: bool
+) -> None:
+    plant_duplicate(story, "mallory")
+    plant_duplicate(story, "erin")
+    story.land(lake)
+    snapshot(lake)
+    if later_changes:
+        later = Story(now=story.now, items=dict(story.items), sequence=story.sequence)
+        plant_duplicate(later, "trudy")
+        later.land(lake)
+    AnalyticsLakeEraser(lake).mask(["erin"])
+
+    from_snapshot = run_audits(lake, checks=["duplicate_active_rows"])
+    from_log = run_audits(lake, checks=["duplicate_active_rows"], from_snapshot=False)
+
+    assert from_snapshot.source == "snapshot"
+    rows = from_snapshot.result("duplicate_active_rows").rows
+    assert {row["user_id"] for row in rows} == ({"mallory", "trudy"} if later_changes else {"mallory"})
+    assert rows == from_log.result("duplicate_active_rows").rows
 
 
 def test_from_log_folds_the_whole_log_even_with_a_snapshot(story: Story, lake: Lake) -> None:
