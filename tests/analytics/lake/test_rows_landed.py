@@ -481,7 +481,7 @@ def test_the_mixed_events_reach_what_the_row_building_distinguishes(expected: di
     columns = {name: [v for part in files for v in part["columns"][name]] for name in files[0]["columns"]}
     assert len({part["partition"] for part in files}) >= 2
     assert len({part["day"] for part in expected["shipped"]["buffered"]}) >= 2
-    assert {"N", "S", "bool", "float"} <= set(columns["new_ttl_type"])
+    assert {"N", "S", "bool", "set", "dict", "bytes"} <= set(columns["new_ttl_type"])
     assert None in columns["new_item_created_at_ts"] and any(columns["new_item_created_at_ts"])
     assert len(set(columns["event_type"])) >= 8
     wide = expected["wide"][CHANGES]["files"]
