@@ -1,8 +1,11 @@
-"""Columnar buffers: typed events and outcome events become column lists, then one Arrow table per file.
+"""Columnar buffers: typed events and outcome events become Arrow columns, one Arrow table per file.
 
-Building column lists and calling `pa.table` once per file is the fast way to build Arrow from Python
-(row dicts are much slower). Only allow-listed attributes are read from an item: anything else, the
-processor token first of all, is never copied into a buffer.
+Events are kept as they come and turned into columns once per file, with as little Python per row as
+possible: each item class's allowed attributes are read by one C-level getter (no dict per item),
+values already of their column's type go to Arrow as they are (only other values are converted one by
+one), a business time is parsed once per distinct text, constant columns are repeated by Arrow. Only
+allow-listed attributes are read from an item: anything else, the processor token first of all, is
+never copied into a buffer.
 """
 
 from __future__ import annotations
@@ -11,14 +14,17 @@ __all__ = ["ChangeBuffer", "OutcomeBuffer", "PendingFile"]
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import Enum
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analytics.lake._schema import (
     CHANGES,
@@ -26,14 +32,27 @@ from analytics.lake._schema import (
     OUTCOMES,
     OUTCOMES_SCHEMA,
     AllowList,
+    AttributeSpec,
     changes_schema,
     parse_business_time,
 )
-from pipeline.events import StreamEvent, sortable_sequence
+from pipeline.events import SEQUENCE_WIDTH, StreamEvent, sortable_sequence
 from schema.outcomes import OutcomeEvent, preferred_outcome
+from schema.table import ITEM_FIELDS
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+_NONE = type(None)
+# Python types a column takes as they are (Arrow's own conversion gives what the converters below
+# would); `type(v)`, not isinstance: a bool is no int here, a str subclass (an enum) is converted.
+_AS_TEXT = frozenset({str, _NONE})
+_AS_INT = frozenset({int, _NONE})
+_AS_FLOAT = frozenset({float, _NONE})
+_AS_BOOL = frozenset({bool, _NONE})
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+_NO_TEXT = pa.scalar(None, pa.string())
+_NUMBER = pa.scalar("N", pa.string())
+_STRING = pa.scalar("S", pa.string())
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,48 +141,175 @@ def ttl_columns(value: object) -> tuple[int | None, str | None, str | None]:
     return None, to_text(value), type(value).__name__
 
 
-_SIMPLE = {"string": to_text, "int64": to_int64, "float64": to_float, "bool": to_bool}
+def _types(values: Sequence[Any]) -> set[type]:
+    return set(map(type, values))
 
 
-_EMPTY: dict[str, Any] = {}
+def _string_array(values: Sequence[Any]) -> pa.Array:
+    if _types(values) <= _AS_TEXT:
+        return pa.array(values, pa.string())
+    return pa.array([v if v is None or type(v) is str else to_text(v) for v in values], pa.string())
 
 
-def _strings(values: list[Any]) -> list[str | None]:
-    return [v if v is None or type(v) is str else to_text(v) for v in values]
+def _int64_array(values: Sequence[Any]) -> pa.Array:
+    if _types(values) <= _AS_INT:
+        try:
+            return pa.array(values, pa.int64())
+        except OverflowError:  # a Number beyond int64: None, as `to_int64` says
+            pass
+    return pa.array([to_int64(v) for v in values], pa.int64())
 
 
-def _business_times(texts: list[str | None]) -> list[datetime | None]:
+def _float64_array(values: Sequence[Any]) -> pa.Array:
+    if _types(values) <= _AS_FLOAT:
+        return pa.array(values, pa.float64())
+    return pa.array([to_float(v) for v in values], pa.float64())
+
+
+def _bool_array(values: Sequence[Any]) -> pa.Array:
+    if _types(values) <= _AS_BOOL:
+        return pa.array(values, pa.bool_())
+    return pa.array([to_bool(v) for v in values], pa.bool_())
+
+
+_SIMPLE: dict[str, Callable[[Sequence[Any]], pa.Array]] = {
+    "string": _string_array,
+    "int64": _int64_array,
+    "float64": _float64_array,
+    "bool": _bool_array,
+}
+
+
+def _ttl_arrays(values: Sequence[Any]) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The three ttl columns (`ttl_columns` of each value)."""
+    types = _types(values)
+    if types <= _AS_INT:
+        try:
+            numbers = pa.array(values, pa.int64())
+        except OverflowError:
+            numbers = None
+        if numbers is not None:
+            # Arrow writes an int64 as Python's str() does: the raw text of an integral Number.
+            present = pc.is_valid(numbers)
+            return numbers, pc.cast(numbers, pa.string()), pc.if_else(present, _NUMBER, _NO_TEXT)
+    if types <= _AS_TEXT:
+        texts = pa.array(values, pa.string())
+        kinds = pc.if_else(pc.is_valid(texts), _STRING, _NO_TEXT)
+        return pa.nulls(len(values), pa.int64()), texts, kinds
+    parts = [ttl_columns(v) for v in values]
+    return (
+        pa.array([p[0] for p in parts], pa.int64()),
+        pa.array([p[1] for p in parts], pa.string()),
+        pa.array([p[2] for p in parts], pa.string()),
+    )
+
+
+def _business_times(texts: pa.Array) -> pa.Array:
     """Each text parsed as a UTC instant (`parse_business_time`); a file's rows repeat few distinct
-    values, each parsed once."""
-    parsed: dict[str, datetime | None] = {}
-    out: list[datetime | None] = []
-    for text in texts:
-        if text is None:
-            out.append(None)
-            continue
-        if text not in parsed:
-            parsed[text] = parse_business_time(text)
-        out.append(parsed[text])
-    return out
+    values, each parsed once (Arrow finds them and puts the parsed ones back in place)."""
+    encoded = pc.dictionary_encode(texts)
+    parsed = [parse_business_time(text) for text in encoded.dictionary.to_pylist()]
+    return pa.array(parsed, _TIMESTAMP).take(encoded.indices)
 
 
-def _image_values(images: list[dict[str, Any]], name: str) -> list[Any]:
-    """One attribute of many items (None where an item is absent or lacks it), from each item's
-    `attributes()` (declared fields and extras alike)."""
-    return [image.get(name) for image in images]
+def _well_formed(numbers: list[Any]) -> bool:
+    """Whether every one is a sequence number (`pipeline.events.is_sequence_number`), checked a
+    column at a time."""
+    return (
+        _types(numbers) == {str}
+        and all(map(str.isascii, numbers))
+        and all(map(str.isdigit, numbers))
+        and min(map(len, numbers)) > 0
+        and max(map(len, numbers)) <= SEQUENCE_WIDTH
+    )
+
+
+class _ImageReader:
+    """The allowed attributes of many items (None where an item is absent or lacks one), as
+    `Item.attributes()` gives them: an extra shadows a declared field of the same name."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._names = names
+        # Per item class: the allowed names it declares (None for a class the contract does not know).
+        self._declared: dict[type, tuple[str, ...] | None] = {}
+
+    def _declared_of(self, cls: type) -> tuple[str, ...] | None:
+        if cls not in self._declared:
+            fields = ITEM_FIELDS.get(cls)
+            self._declared[cls] = None if fields is None else tuple(n for n in self._names if n in fields)
+        return self._declared[cls]
+
+    def _group(self, cls: type, items: list[Any]) -> dict[str, list[Any]]:
+        """The columns of items of one class: its declared attributes read by one C-level getter per
+        item, its extras (rare) laid over them."""
+        count = len(items)
+        if cls is _NONE:
+            return {name: [None] * count for name in self._names}
+        declared = self._declared_of(cls)
+        if declared is None:  # not an item class the contract knows: read as the item says
+            images = [item.attributes() for item in items]
+            return {name: [image.get(name) for image in images] for name in self._names}
+        # One map per attribute, not a tuple per item: far fewer objects for the collector to walk.
+        found = {name: list(map(attrgetter(name), items)) for name in declared}
+        columns = {name: found[name] if name in found else [None] * count for name in self._names}
+        if any(map(bool, map(_EXTRA, items))):
+            for index, item in enumerate(items):
+                for name in item.extra.keys() & columns.keys():
+                    columns[name][index] = item.extra[name]
+        return columns
+
+    def columns(self, items: list[Any]) -> dict[str, list[Any]]:
+        """Each allowed attribute of `items`, in item order."""
+        kinds = list(map(type, items))
+        classes = list(dict.fromkeys(kinds))
+        if len(classes) == 1:
+            return self._group(classes[0], items)
+        groups = [[i for i, kind in enumerate(kinds) if kind is cls] for cls in classes]
+        parts = [
+            self._group(cls, [items[i] for i in group]) for cls, group in zip(classes, groups, strict=True)
+        ]
+        # Back to item order: row i of the result is row place[i] of the groups laid end to end.
+        order = list(chain.from_iterable(groups))
+        place = [0] * len(order)
+        for position, index in enumerate(order):
+            place[index] = position
+        pick = itemgetter(*place)
+        return {name: list(pick(list(chain.from_iterable(p[name] for p in parts)))) for name in self._names}
+
+
+_EXTRA = attrgetter("extra")
+_EVENT_FIELDS = tuple(
+    attrgetter(name)
+    for name in (
+        "position.sequence_number",
+        "event_id",
+        "event_type",
+        "change",
+        "ttl_deletion",
+        "keys",
+        "item_kind",
+        "user_id",
+        "old_item",
+        "new_item",
+    )
+)
+_SEQUENCE_NUMBER = attrgetter("position.sequence_number")
+_CREATED_AT = attrgetter("created_at")
+_STREAM = attrgetter("position.stream_arn")
+_SHARD = attrgetter("position.shard_id")
 
 
 class ChangeBuffer:
     """Typed events buffered for the change log. Deduplicates by identity within the buffer.
 
-    Events are kept as they come and turned into columns once per file (a list comprehension per column
-    is several times faster than appending to every column per event). Only allow-listed attributes are
-    ever read from an item.
+    Events are kept as they come and turned into columns once per file. Only allow-listed attributes
+    are ever read from an item.
     """
 
     def __init__(self, allow: AllowList) -> None:
         self.schema = changes_schema(allow)
         self._allow = allow
+        self._reader = _ImageReader(tuple(dict.fromkeys(spec.attribute for spec in allow.attributes)))
         self._events: list[StreamEvent] = []
         self._seen: set[tuple[str, str, str]] = set()
 
@@ -184,67 +330,94 @@ class ChangeBuffer:
         self._events.append(event)
         return True
 
-    def _columns(
-        self, events: list[StreamEvent], sequence_keys: list[str], created: list[datetime]
-    ) -> dict[str, list[Any]]:
-        positions = [e.position for e in events]
-        keys = [e.keys for e in events]
-        # StrEnum members are str: Arrow takes them as they are (no per-row `.value` lookups).
-        columns: dict[str, list[Any]] = {
-            "schema_version": [LAKE_SCHEMA_VERSION] * len(events),
-            "stream_arn": [p.stream_arn for p in positions],
-            "shard_id": [p.shard_id for p in positions],
-            "sequence_number": [p.sequence_number for p in positions],
-            "sequence_key": sequence_keys,
-            "event_id": [e.event_id for e in events],
-            "event_type": [e.event_type for e in events],
-            "change_kind": [e.change for e in events],
-            "created_at": created,
-            "ttl_deletion": [e.ttl_deletion for e in events],
-            "pk": _strings([k.get("pk") for k in keys]),
-            "sk": _strings([k.get("sk") for k in keys]),
-            "item_kind": [e.item_kind for e in events],
-            "user_id": [e.user_id for e in events],
-            "has_old_image": [e.old_item is not None for e in events],
-            "has_new_image": [e.new_item is not None for e in events],
+    def _image(self, columns: dict[str, pa.Array], side: str, values: dict[str, list[Any]]) -> None:
+        for spec in self._allow.attributes:
+            self._attribute(columns, side, spec, values[spec.attribute])
+
+    @staticmethod
+    def _attribute(columns: dict[str, pa.Array], side: str, spec: AttributeSpec, values: list[Any]) -> None:
+        if spec.type == "ttl":
+            for field, array in zip(spec.fields(), _ttl_arrays(values), strict=True):
+                columns[f"{side}_{field.name}"] = array
+        elif spec.type == "string":
+            texts = _string_array(values)
+            columns[f"{side}_{spec.column}"] = texts
+            if spec.is_business_time:
+                columns[f"{side}_{spec.time_twin}"] = _business_times(texts)
+        else:
+            columns[f"{side}_{spec.column}"] = _SIMPLE[spec.type](values)
+
+    def _table(
+        self,
+        stream: str,
+        shard: str,
+        events: Sequence[StreamEvent],
+        sequence_keys: Sequence[str],
+        created: Sequence[datetime],
+    ) -> pa.Table:
+        count = len(events)
+        (numbers, ids, types, changes, ttl, keys, kinds, users, olds, news) = (
+            list(map(field, events)) for field in _EVENT_FIELDS
+        )
+        # StrEnum members are str: Arrow takes them as they are.
+        columns: dict[str, pa.Array] = {
+            "schema_version": pa.repeat(pa.scalar(LAKE_SCHEMA_VERSION, pa.int16()), count),
+            "stream_arn": pa.repeat(pa.scalar(stream, pa.string()), count),
+            "shard_id": pa.repeat(pa.scalar(shard, pa.string()), count),
+            "sequence_number": pa.array(numbers, pa.string()),
+            "sequence_key": pa.array(sequence_keys, pa.string()),
+            "event_id": pa.array(ids, pa.string()),
+            "event_type": pa.array(types, pa.string()),
+            "change_kind": pa.array(changes, pa.string()),
+            "created_at": pa.array(created, _TIMESTAMP),
+            "ttl_deletion": pa.array(ttl, pa.bool_()),
+            "pk": _string_array([k.get("pk") for k in keys]),
+            "sk": _string_array([k.get("sk") for k in keys]),
+            "item_kind": pa.array(kinds, pa.string()),
+            "user_id": pa.array(users, pa.string()),
+            "has_old_image": pa.array([i is not None for i in olds], pa.bool_()),
+            "has_new_image": pa.array([i is not None for i in news], pa.bool_()),
         }
-        for side in ("old", "new"):
-            items = [e.old_item if side == "old" else e.new_item for e in events]
-            images = [_EMPTY if i is None else i.attributes() for i in items]
-            for spec in self._allow.attributes:
-                values = _image_values(images, spec.attribute)
-                if spec.type == "ttl":
-                    parts = [ttl_columns(v) for v in values]
-                    for index, f in enumerate(spec.fields()):
-                        columns[f"{side}_{f.name}"] = [part[index] for part in parts]
-                elif spec.type == "string":
-                    texts = _strings(values)
-                    columns[f"{side}_{spec.column}"] = texts
-                    if spec.is_business_time:
-                        columns[f"{side}_{spec.time_twin}"] = _business_times(texts)
-                else:
-                    convert = _SIMPLE[spec.type]
-                    columns[f"{side}_{spec.column}"] = [convert(v) for v in values]
-        return columns
+        self._image(columns, "old", self._reader.columns(list(olds)))
+        self._image(columns, "new", self._reader.columns(list(news)))
+        return pa.Table.from_arrays([columns[name] for name in self.schema.names], schema=self.schema)
 
     def files(self) -> Iterator[PendingFile]:
         """One part per (event date, stream, shard), rows in sequence order."""
         if not self._events:
             return
-        keyed = sorted(
-            ((sortable_sequence(e.position.sequence_number), e) for e in self._events),
-            key=lambda pair: pair[0],
-        )
-        groups: dict[tuple[date, str, str], tuple[list[StreamEvent], list[str], list[datetime]]] = {}
-        for key, event in keyed:
-            created = _utc(event.created_at)
-            group = (created.date(), event.position.stream_arn, event.position.shard_id)
-            members, keys, times = groups.setdefault(group, ([], [], []))
-            members.append(event)
-            keys.append(key)
-            times.append(created)
-        for (day, _, _), (members, keys, times) in sorted(groups.items()):
-            yield PendingFile(CHANGES, day, pa.table(self._columns(members, keys, times), schema=self.schema))
+        buffered = self._events
+        numbers = list(map(_SEQUENCE_NUMBER, buffered))
+        if _well_formed(numbers):
+            unsorted = [number.rjust(SEQUENCE_WIDTH, "0") for number in numbers]
+        else:  # `sortable_sequence` raises for the first one that is not a sequence number
+            unsorted = [sortable_sequence(number) for number in numbers]
+        # Sorted by key alone and stably: events of equal keys (on other shards) keep their order.
+        order = sorted(range(len(buffered)), key=unsorted.__getitem__)
+        keys = list(map(unsorted.__getitem__, order))
+        events = list(map(buffered.__getitem__, order))
+        created = [m if m.tzinfo is UTC else _utc(m) for m in map(_CREATED_AT, events)]
+        days = list(map(datetime.date, created))
+        streams = list(map(_STREAM, events))
+        shards = list(map(_SHARD, events))
+        groups: dict[tuple[date, str, str], list[int]] = {}
+        if len(set(days)) == len(set(streams)) == len(set(shards)) == 1:
+            groups[days[0], streams[0], shards[0]] = list(range(len(events)))
+        else:
+            for index, group in enumerate(zip(days, streams, shards, strict=True)):
+                groups.setdefault(group, []).append(index)
+        for (day, stream, shard), rows in sorted(groups.items()):
+            if len(rows) == len(events):
+                table = self._table(stream, shard, events, keys, created)
+            else:
+                table = self._table(
+                    stream,
+                    shard,
+                    [events[i] for i in rows],
+                    [keys[i] for i in rows],
+                    [created[i] for i in rows],
+                )
+            yield PendingFile(CHANGES, day, table)
 
 
 class OutcomeBuffer:

@@ -143,7 +143,9 @@ class LakeHandler:
         now = self._monotonic()
         if self._oldest is None:
             self._oldest = now
-        if self.buffered >= self._settings.flush_rows or now - self._oldest >= self._settings.flush_seconds:
+        # Called for every event: the two lengths directly, not through the `buffered` property.
+        buffered = len(self._changes) + len(self._outcomes)
+        if buffered >= self._settings.flush_rows or now - self._oldest >= self._settings.flush_seconds:
             self._write_all()
 
     def _write_all(self) -> None:
@@ -188,7 +190,7 @@ class LakeHandler:
         parts = [
             item.table.append_column(
                 pa.field(PARTITION_COLUMN, pa.date32()),
-                pa.array([item.day] * item.table.num_rows, pa.date32()),
+                pa.repeat(pa.scalar(item.day, pa.date32()), item.table.num_rows),
             )
             for item in pending
         ]
