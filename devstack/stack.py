@@ -30,7 +30,7 @@ from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_
 from devstack.moto_server import LOOPBACK, MotoServer
 from devstack.ports import PortInUseError, ensure_free_ports
 from devstack.ttl_emulator import TtlEmulator
-from pipeline.tables import create_table
+from pipeline import create_table
 from schema.clock import Clock
 
 _log = logging.getLogger(__name__)

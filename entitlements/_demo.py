@@ -75,7 +75,7 @@ from entitlements._clients import aws_client
 from entitlements._demo_verdict import MANIFEST_NAME, Verdict, judge, read_manifest, write_manifest
 from entitlements._workload import local_service
 from entitlements.commands._stores import build_recovery
-from pipeline.daemon import DaemonSpec, KclDaemon
+from pipeline import DaemonSpec, KclDaemon
 from schema.clock import SimulatedClock
 from schema.errors import DemoError
 from schema.table import entitlement_key, stale_key

@@ -52,7 +52,7 @@ def main() -> None:
     import telemetry  # noqa: PLC0415
     from config import SettingsError, load_settings  # noqa: PLC0415
     from entitlements import compose  # noqa: PLC0415
-    from pipeline.record_processor import KclRecordProcessor  # noqa: PLC0415
+    from pipeline import KclRecordProcessor  # noqa: PLC0415
 
     try:
         settings = load_settings()

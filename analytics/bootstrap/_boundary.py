@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from analytics.bootstrap._errors import BootstrapRefused
-from pipeline.events import is_sequence_number
+from pipeline import is_sequence_number
 from schema.aws_errors import converted
 
 SMALL_LIMIT = 10**20

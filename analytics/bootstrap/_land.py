@@ -24,8 +24,7 @@ from analytics.bootstrap._boundary import ExportOrder
 from analytics.bootstrap._errors import BootstrapRefused
 from analytics.lake import CHANGES, Lake, LakeHandler
 from config import LakeSettings
-from pipeline.decode import DecodeError, decode_export_item
-from pipeline.events import StreamPosition
+from pipeline import DecodeError, StreamPosition, decode_export_item
 
 # A sequence number every line can be decoded with before its own is known (it depends on its key).
 _PLACEHOLDER = "1"

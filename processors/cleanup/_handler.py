@@ -60,8 +60,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from adapters import ArrayClient
-from pipeline.events import StreamEvent
-from pipeline.lanes import Lanes, Position, Ticket, TicketState, item_key
+from pipeline import Lanes, Position, StreamEvent, Ticket, TicketState, item_key
 from processors.cleanup._clients import DynamoDBClient, SqsClient
 from processors.cleanup._errors import RetryQueueError
 from processors.cleanup._notes import DeletionNotes

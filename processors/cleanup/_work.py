@@ -13,7 +13,7 @@ __all__ = ["WORK_VERSION", "CleanupWork", "cleanup_work_for", "is_cleanup_expiry
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.events import ChangeKind, CleanupExpired, StreamEvent, UnknownItemChanged
+from pipeline import ChangeKind, CleanupExpired, StreamEvent, UnknownItemChanged
 from schema.errors import RecordContext, RecordRejected
 from schema.table import CleanupRecord, ItemKind
 
