@@ -8,9 +8,10 @@
 -- time: changed_at
 -- clock: stream
 -- Every Active entitlement row of a user who has more than one now. Groups are users, surplus rows are
--- the Active rows beyond one per user, rows involved are all of them. (Written as two passes over the
--- Active rows, the users found first: DuckDB then reads the full rows of those users only.)
-WITH active AS NOT MATERIALIZED (
+-- the Active rows beyond one per user, rows involved are all of them. (The Active rows are read once and
+-- kept, then grouped and joined with the users found: a second scan of the state would cost more than
+-- keeping them, and a window over them sorts every row.)
+WITH active AS MATERIALIZED (
     SELECT
         user_id,
         array_account_id,
