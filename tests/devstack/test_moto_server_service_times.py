@@ -7,16 +7,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from devstack.moto_server import SERVICE_TIMES_PATH, MotoServer
-from pipeline.tables import create_table
+from pipeline import create_table
 from tests.support.dynamodb import client, unique_table_name
 
 GET_RECORDS = "DynamoDBStreams_20120810.GetRecords"
+LIST_STREAMS = "DynamoDBStreams_20120810.ListStreams"
 
 
 @pytest.fixture
@@ -43,24 +43,38 @@ def test_a_get_records_call_is_recorded_with_its_service_time_and_bytes(server: 
     assert calls[0].seconds > 0 and calls[0].bytes > 0
 
 
-def test_the_wait_for_the_lock_is_not_counted(server: MotoServer) -> None:
+def test_a_call_that_waited_for_the_lock_is_recorded_from_when_it_held_it(server: MotoServer) -> None:
     _read_once(server)  # the table and stream exist; the next call only reads
-    done = threading.Event()
+    answered = threading.Event()
+    answered_at: list[float] = []
     streams = client(server.endpoint, "dynamodbstreams")
-    results: list[Any] = []
 
     def list_streams() -> None:
-        results.append(streams.list_streams())
-        done.set()
+        streams.list_streams()
+        answered_at.append(time.perf_counter())
+        answered.set()
 
     with server.dynamodb_lock:
         waiting = threading.Thread(target=list_streams)
         waiting.start()
-        time.sleep(1.0)  # the call waits for the lock all this time
-    done.wait(30)
+        # Room for the call to reach the lock; nothing is measured against this pause.
+        time.sleep(0.5)
+        assert not answered.is_set()  # a serialised call is not served while the lock is held
+        released, released_at = time.time(), time.perf_counter()
+    assert answered.wait(30)
     waiting.join(30)
-    call = [c for c in server.service_times if c.action == "DynamoDBStreams_20120810.ListStreams"][-1]
-    assert results and call.seconds < 0.5
+    *before, call = list(server.service_times)
+    assert call.action == LIST_STREAMS
+    # Its time is counted from when it held the lock (after it was released here), not from its arrival.
+    assert call.began >= released
+    # and what is recorded lies inside the span from the release to the answer (the same clock): a time
+    # that counted the wait would outlast it, whatever the machine's speed.
+    assert 0 < call.seconds <= answered_at[0] - released_at
+    assert call.bytes > 0
+    # Recorded in the order they were served: the reads before it, each begun after the one before.
+    assert GET_RECORDS in [earlier.action for earlier in before]
+    assert [earlier.began for earlier in before] == sorted(earlier.began for earlier in before)
+    assert all(earlier.began <= call.began for earlier in before)
 
 
 def test_the_service_times_are_answered_over_http(server: MotoServer) -> None:
