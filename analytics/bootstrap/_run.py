@@ -3,14 +3,14 @@ changes, then its data files landed, each once."""
 
 from __future__ import annotations
 
-__all__ = ["BootstrapReport", "bootstrap_export", "check_coverage"]
+__all__ = ["BootstrapReport", "begin_report", "bootstrap_export", "check_coverage"]
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from analytics.bootstrap._boundary import StreamReader, read_export_order, stream_covered_from
+from analytics.bootstrap._boundary import ExportOrder, StreamReader, read_export_order, stream_covered_from
 from analytics.bootstrap._cleanup import S3Deleter, delete_data_files
 from analytics.bootstrap._errors import StreamGap
 from analytics.bootstrap._land import land_items, landed_files, one_commit_per_file
@@ -65,6 +65,35 @@ def check_coverage(
     return gap.gap
 
 
+def begin_report(
+    streams: StreamReader,
+    stream_arn: str,
+    *,
+    source_arn: str,
+    as_of: datetime,
+    files: int,
+    settings: BootstrapSettings,
+    now: datetime,
+    accept_gap: bool,
+    progress: Callable[[str], None],
+) -> tuple[ExportOrder, BootstrapReport]:
+    """The stream's order of the items up to `as_of` (the export's or the scan's time), its coverage
+    checked (`check_coverage`), and the report of landing `files` from `source_arn` begun with both:
+    the export and the scan start alike."""
+    order, created = read_export_order(
+        streams,
+        stream_arn,
+        exported_at=as_of,
+        precision=timedelta(seconds=settings.time_precision_seconds),
+    )
+    report = BootstrapReport(source_arn, as_of, files)
+    report.stream_records_read = order.records_read
+    report.gap = check_coverage(
+        created, exported_at=as_of, now=now, settings=settings, accept_gap=accept_gap, progress=progress
+    )
+    return order, report
+
+
 def bootstrap_export(
     manifest: ExportManifest,
     *,
@@ -82,19 +111,14 @@ def bootstrap_export(
 ) -> BootstrapReport:
     """Land `manifest`'s items as the lake's state at its export time (docs/operations/bootstrap.md);
     then, unless `delete_export` is false, delete its data files from S3 (`delete_data_files`)."""
-    order, created = read_export_order(
+    order, report = begin_report(
         streams,
         stream_arn,
-        exported_at=manifest.exported_at,
-        precision=timedelta(seconds=settings.time_precision_seconds),
-    )
-    report = BootstrapReport(manifest.export_arn, manifest.exported_at, len(manifest.files))
-    report.stream_records_read = order.records_read
-    report.gap = check_coverage(
-        created,
-        exported_at=manifest.exported_at,
-        now=now,
+        source_arn=manifest.export_arn,
+        as_of=manifest.exported_at,
+        files=len(manifest.files),
         settings=settings,
+        now=now,
         accept_gap=accept_gap,
         progress=progress,
     )

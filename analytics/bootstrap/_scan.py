@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -33,10 +33,10 @@ import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from analytics.bootstrap._boundary import StreamReader, read_export_order
+from analytics.bootstrap._boundary import StreamReader
 from analytics.bootstrap._errors import BootstrapRefused
 from analytics.bootstrap._land import land_items, one_commit_per_file
-from analytics.bootstrap._run import BootstrapReport, check_coverage
+from analytics.bootstrap._run import BootstrapReport, begin_report
 from analytics.lake import CHANGES, AllowList, Lake, LakeHandler, default_allow_list, record_history_start
 from config import BootstrapSettings, LakeSettings
 from schema.aws_errors import converted
@@ -157,23 +157,18 @@ def bootstrap_scan(
         started = now.replace(microsecond=now.microsecond // 1000 * 1000)
         scan_id = f"{int(started.timestamp() * 1000):014d}-{secrets.token_hex(4)}"
         scan = _Scan(f"{table_arn}/scan/{scan_id}", started, settings.scan_segments, frozenset())
-    order, created = read_export_order(
+    order, report = begin_report(
         streams,
         stream_arn,
-        exported_at=scan.started_at,
-        precision=timedelta(seconds=settings.time_precision_seconds),
-    )
-    report = BootstrapReport(scan.source_arn, scan.started_at, scan.segments)
-    report.stream_records_read = order.records_read
-    report.files_skipped = len(scan.landed)
-    report.gap = check_coverage(
-        created,
-        exported_at=scan.started_at,
-        now=now,
+        source_arn=scan.source_arn,
+        as_of=scan.started_at,
+        files=scan.segments,
         settings=settings,
+        now=now,
         accept_gap=accept_gap,
         progress=progress,
     )
+    report.files_skipped = len(scan.landed)
     report.history_starts_at = record_history_start(lake, allow_list or default_allow_list(), scan.started_at)
     missing = [segment for segment in range(scan.segments) if segment not in scan.landed]
     if not missing:
