@@ -1,0 +1,287 @@
+"""Scale-out over workers on the Kinesis source (issue 23, item 5): one table on the local stack, its
+changes forwarded to a Kinesis stream of 8 shards, read by one application of 3 workers (each its own
+launcher JVM with its Python children, all on this machine), while a writer puts a fresh item every
+few tens of milliseconds. Every bound below is computed from the settings the workers run with.
+
+What must hold: the leases spread (no worker holds more than ceil(8/3) + 1 a failover time after they
+spread); a killed worker that is not the leader loses its shards to the survivors within failover +
+assignment interval + 5 s; a worker started afterwards gets its share; and every change written during
+the module lands in the lake once (the `changes` view, through the one lake reader of the tests).
+
+Why `worker_metrics = off` here, not the shipped `cpu`: KCL 3 moves leases only when the workers'
+metric differs by more than its rebalance threshold (10 % of the fleet's average), and `cpu` reports
+the host's CPU load (`HostCpuWorkerMetric`), which is one figure for every worker on one host. So
+three workers on this machine never look unbalanced: a worker that missed the leader's first
+assignment (its first metrics report came a cycle late, as JVMs started together on 2 cores do) keeps
+0 leases, and so does a worker added later. With `off`, KCL balances on each worker's share of the
+leases' throughput, which differs per worker; it needs traffic (at zero throughput its ratio is 0/0),
+hence the writer running through the whole module. The shipped default stays `cpu`: one worker per
+host or container is the deployment it serves (see docs/operations/sources.md, "Several workers").
+
+Why the metrics report period is a quarter of the failover time: the leader hands an expired lease to
+a worker whose metrics row is fresh (reported within 2 periods); with the dead worker's row still
+fresh when its leases expire, a lease can go back to the dead worker and wait another failover time.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from config import Settings
+from devstack.kinesis_forwarder import KinesisForwarder, create_kinesis_stream
+from devstack.moto_server import MotoServer
+from pipeline.daemon import KclDaemon, launcher_application_name
+from tests.support.kcl import RunningConsumer, aws_client, dynamodb, new_table, running_consumer
+from tests.support.lake import query_lake
+from tests.support.polling import wait_for
+
+pytestmark = pytest.mark.kcl
+
+SHARDS = 8
+WORKERS = 3
+# The issue asks for each kill 3 times; one run of this module with one kill took 4 min 12 s on the
+# shared 2-core machine (load average 10 to 17), the budget for the whole file, so each test kills once.
+# Raise it to repeat.
+KILLS = 1
+FAILOVER_MS = 6000
+CONSUMER = {
+    "failover_time_ms": FAILOVER_MS,
+    "lease_assignment_interval_ms": 1000,
+    "worker_metrics_report_ms": FAILOVER_MS // 4,
+    "worker_metrics": "off",
+}
+# Time for the JVMs' start on a loaded 2-core machine, and for KCL's balancing to settle.
+STARTUP_SECONDS = 240.0
+WRITE_INTERVAL_SECONDS = 0.05
+
+
+@dataclass
+class Writer:
+    """Puts a fresh item (one INSERT change) every interval until stopped; remembers each key."""
+
+    client: Any
+    table: str
+    written: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="scale-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(WRITE_INTERVAL_SECONDS):
+            user = f"u-{uuid.uuid4().hex[:12]}"
+            self.client.put_item(
+                TableName=self.table,
+                Item={
+                    "pk": {"S": f"USER#{user}"},
+                    "sk": {"S": "ENTITLEMENT#acct-1"},
+                    "userId": {"S": user},
+                    "arrayAccountId": {"S": "acct-1"},
+                    "status": {"S": "Active"},
+                },
+            )
+            self.written.append(f"USER#{user}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+@dataclass
+class Fleet:
+    consumer: RunningConsumer
+    writer: Writer
+    forwarder: KinesisForwarder
+    endpoint: str
+    started: int = 0
+
+    @property
+    def settings(self) -> Settings:
+        return self.consumer.settings
+
+    def start(self) -> str:
+        self.started += 1
+        worker_id = f"worker-{self.started}"
+        self.consumer.start_worker(worker_id)
+        return worker_id
+
+    def live(self) -> dict[str, KclDaemon]:
+        return {worker: daemon for worker, daemon in self.consumer.daemons.items() if daemon.running}
+
+    def owners(self) -> dict[str, str | None]:
+        """Each shard's lease owner, read from the application's lease table (none before a worker
+        has created it)."""
+        client = dynamodb(self.endpoint)
+        try:
+            items = client.scan(TableName=launcher_application_name(self.settings), ConsistentRead=True)[
+                "Items"
+            ]
+        except client.exceptions.ResourceNotFoundException:
+            return {}
+        return {
+            str(item["leaseKey"]["S"]): str(item["leaseOwner"]["S"]) if "leaseOwner" in item else None
+            for item in items
+            if "leaseKey" in item
+        }
+
+    def held(self, owners: dict[str, str | None] | None = None) -> dict[str, int]:
+        """How many leases each live worker holds (0 included), in `owners` or a fresh read."""
+        counts = dict.fromkeys(self.live(), 0)
+        for owner in (self.owners() if owners is None else owners).values():
+            if owner in counts:
+                counts[owner] += 1
+        return counts
+
+    def spread(self) -> dict[str, int] | None:
+        """The counts, when every shard's lease is held by a live worker, each holds one or more, and
+        none more than the bound; else None."""
+        owners = self.owners()
+        counts = self.held(owners)
+        every_shard = len(owners) == SHARDS and all(owner in counts for owner in owners.values())
+        fair = bool(counts) and min(counts.values()) >= 1 and max(counts.values()) <= most_leases(counts)
+        return counts if every_shard and fair else None
+
+    def leader(self) -> str:
+        """The worker that runs the lease assignment (the only one whose log says it does)."""
+        leaders = [
+            worker
+            for worker in self.live()
+            if "is a leader, performing assignment" in daemon_log(self.settings, worker)
+        ]
+        assert len(leaders) == 1, f"{len(leaders)} workers logged the leader's assignment"
+        return leaders[0]
+
+
+def most_leases(counts: dict[str, int]) -> int:
+    """The issue's bound on one worker's leases: ceil(shards / workers) + 1."""
+    return math.ceil(SHARDS / len(counts)) + 1
+
+
+def failover_seconds(settings: Settings) -> float:
+    return settings.consumer.failover_time_ms / 1000
+
+
+def takeover_bound_seconds(settings: Settings) -> float:
+    """The issue's bound on a dead non-leader's leases moving: failover + one assignment interval + 5 s."""
+    consumer = settings.consumer
+    return (consumer.failover_time_ms + consumer.lease_assignment_interval_ms) / 1000 + 5
+
+
+def daemon_log(settings: Settings, worker_id: str) -> str:
+    path = settings.consumer.state_dir / "daemon" / f"daemon-{worker_id}.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def landed(settings: Settings) -> dict[str, int]:
+    """How many rows of `changes` each item key has."""
+    rows = query_lake(settings, "SELECT pk, count(*) FROM changes GROUP BY pk")
+    return {str(pk): int(count) for pk, count in rows}
+
+
+def seconds_to_take_over(fleet: Fleet, shards: set[str], survivors: set[str], killed: float) -> float:
+    """Seconds from `killed` to the first read of the lease table naming a survivor for every shard."""
+
+    def moved() -> float | None:
+        owners = fleet.owners()
+        return time.monotonic() - killed if all(owners[shard] in survivors for shard in shards) else None
+
+    return wait_for(moved, timeout=STARTUP_SECONDS, interval=0.2)
+
+
+@pytest.fixture(scope="module")
+def fleet(moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    endpoint = moto_server.endpoint
+    table = new_table(endpoint)
+    kinesis = aws_client(endpoint, "kinesis")
+    kinesis_name = f"{table[0]}-changes"
+    kinesis_arn = create_kinesis_stream(kinesis, kinesis_name, SHARDS)
+    forwarder = KinesisForwarder(
+        streams=aws_client(endpoint, "dynamodbstreams"),
+        kinesis=kinesis,
+        stream_arn=table[1],
+        kinesis_stream_name=kinesis_name,
+        table_name=table[0],
+    )
+    writer = Writer(dynamodb(endpoint), table[0])
+    forwarder.start()
+    writer.start()
+    try:
+        with running_consumer(
+            endpoint,
+            tmp_path_factory.mktemp("kinesis-scale"),
+            worker_id="",
+            table=table,
+            source={"kind": "kinesis", "stream_arn": kinesis_arn},
+            consumer=CONSUMER,
+        ) as consumer:
+            fleet = Fleet(consumer=consumer, writer=writer, forwarder=forwarder, endpoint=endpoint)
+            for _ in range(WORKERS):
+                fleet.start()
+            yield fleet
+    finally:
+        writer.stop()
+        forwarder.stop()
+
+
+def test_the_leases_spread_over_the_workers(fleet: Fleet) -> None:
+    wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+    # Spread and still spread a failover time later: not a moment on the way to one worker holding more.
+    time.sleep(failover_seconds(fleet.settings))
+    counts = fleet.held()
+    assert len(counts) == WORKERS
+    assert sum(counts.values()) == SHARDS
+    assert max(counts.values()) <= most_leases(counts)
+
+
+def test_a_killed_non_leaders_shards_are_taken_over_within_failover_plus_assignment_plus_5_s(
+    fleet: Fleet,
+) -> None:
+    bound = takeover_bound_seconds(fleet.settings)
+    taken_over: list[float] = []
+    for _ in range(KILLS):
+        wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+        leader = fleet.leader()
+        counts = fleet.held()
+        victim = max((worker for worker in counts if worker != leader), key=lambda worker: counts[worker])
+        shards = {shard for shard, owner in fleet.owners().items() if owner == victim}
+        killed = time.monotonic()
+        fleet.consumer.daemons[victim].kill()
+        taken_over.append(seconds_to_take_over(fleet, shards, set(fleet.live()), killed))
+        fleet.start()  # the fleet back to its size for the next kill and the next test
+    assert max(taken_over) <= bound, f"taken over after {taken_over} s, bound {bound} s"
+
+
+def test_a_worker_started_afterwards_gets_its_share(fleet: Fleet) -> None:
+    wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+    newcomer = fleet.start()
+    share = SHARDS // len(fleet.live())
+
+    def shared() -> dict[str, int] | None:
+        counts = fleet.spread()
+        return counts if counts is not None and counts.get(newcomer, 0) >= share else None
+
+    counts = wait_for(shared, timeout=STARTUP_SECONDS)
+    assert counts[newcomer] >= share
+
+
+def test_every_change_written_during_the_module_landed_once(fleet: Fleet) -> None:
+    fleet.writer.stop()
+    written = list(fleet.writer.written)
+    assert written, "the writer put nothing"
+    # Every change the table's stream holds forwarded to Kinesis, then every one of them in the lake.
+    wait_for(lambda: fleet.forwarder.forwarded >= len(written), timeout=120)
+    wait_for(lambda: len(landed(fleet.settings)) >= len(written), timeout=180)
+    rows = landed(fleet.settings)
+    assert sorted(rows) == sorted(written)
+    assert {pk: count for pk, count in rows.items() if count != 1} == {}
