@@ -19,7 +19,7 @@ import pytest
 
 from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
-from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_stream
+from devstack.kinesis_forwarder import Faults, KinesisForwarder
 from devstack.moto_server import MotoServer
 from devstack.streams import read_kinesis_stream
 from schema.clock import Clock, clock_from_settings
@@ -28,7 +28,7 @@ from tests.support.kcl import (
     RunningConsumer,
     aws_client,
     dynamodb,
-    new_table,
+    forwarded_table,
     running_consumer,
     stream_contents,
     ttl_emulator,
@@ -103,20 +103,15 @@ def sources(moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -
     endpoint = moto_server.endpoint
     now = datetime.now(UTC)
     clock = {"start": now.isoformat(), "anchor": now.isoformat(), "speed": SPEED}
-    table = new_table(endpoint)
-    kinesis = aws_client(endpoint, "kinesis")
-    kinesis_name = f"{table[0]}-changes"
-    kinesis_arn = create_kinesis_stream(kinesis, kinesis_name, SHARDS)
-    forwarder = KinesisForwarder(
-        streams=aws_client(endpoint, "dynamodbstreams"),
-        kinesis=kinesis,
-        stream_arn=table[1],
-        kinesis_stream_name=kinesis_name,
-        table_name=table[0],
+    forwarded = forwarded_table(
+        endpoint,
+        SHARDS,
         # A reorder needs the item's next change in the same forwarded batch: few changes qualify (fewer
         # under load, when the forwarder's batches are small), so their rate is high enough to see any.
         faults=Faults(duplicate_rate=0.05, reorder_rate=0.5, seed=23),
     )
+    table, forwarder = (forwarded.name, forwarded.stream_arn), forwarded.forwarder
+    kinesis_name, kinesis_arn = forwarded.kinesis_name, forwarded.kinesis_arn
     forwarder.start()
     try:
         with (

@@ -36,10 +36,10 @@ from typing import Any
 import pytest
 
 from config import Settings
-from devstack.kinesis_forwarder import KinesisForwarder, create_kinesis_stream
+from devstack.kinesis_forwarder import KinesisForwarder
 from devstack.moto_server import MotoServer
 from pipeline.daemon import KclDaemon, launcher_application_name
-from tests.support.kcl import RunningConsumer, aws_client, dynamodb, new_table, running_consumer
+from tests.support.kcl import RunningConsumer, dynamodb, forwarded_table, running_consumer
 from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
@@ -202,18 +202,13 @@ def seconds_to_take_over(fleet: Fleet, shards: set[str], survivors: set[str], ki
 @pytest.fixture(scope="module")
 def fleet(moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     endpoint = moto_server.endpoint
-    table = new_table(endpoint)
-    kinesis = aws_client(endpoint, "kinesis")
-    kinesis_name = f"{table[0]}-changes"
-    kinesis_arn = create_kinesis_stream(kinesis, kinesis_name, SHARDS)
-    forwarder = KinesisForwarder(
-        streams=aws_client(endpoint, "dynamodbstreams"),
-        kinesis=kinesis,
-        stream_arn=table[1],
-        kinesis_stream_name=kinesis_name,
-        table_name=table[0],
+    forwarded = forwarded_table(endpoint, SHARDS)
+    table, forwarder, kinesis_arn = (
+        (forwarded.name, forwarded.stream_arn),
+        forwarded.forwarder,
+        forwarded.kinesis_arn,
     )
-    writer = Writer(dynamodb(endpoint), table[0])
+    writer = Writer(dynamodb(endpoint), forwarded.name)
     forwarder.start()
     writer.start()
     try:

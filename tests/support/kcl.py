@@ -17,6 +17,7 @@ import psutil
 from analytics.lake import Lake, lake_from_settings
 from config import Settings, load_settings
 from devstack.fake_array import FakeArrayServer
+from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_stream
 from devstack.moto_server import MotoServer
 from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
@@ -81,6 +82,34 @@ def new_table(endpoint: str) -> tuple[str, str]:
     create_table(client, name)
     arn = client.describe_table(TableName=name)["Table"]["LatestStreamArn"]
     return name, arn
+
+
+@dataclass(frozen=True)
+class ForwardedTable:
+    """A fresh table (`new_table`) whose changes `forwarder` (not started) puts on a Kinesis stream of
+    `shards` shards of its own, as `entitlements local up --kinesis-shards` does."""
+
+    name: str
+    stream_arn: str
+    kinesis_name: str
+    kinesis_arn: str
+    forwarder: KinesisForwarder
+
+
+def forwarded_table(endpoint: str, shards: int, faults: Faults | None = None) -> ForwardedTable:
+    name, stream_arn = new_table(endpoint)
+    kinesis = aws_client(endpoint, "kinesis")
+    kinesis_name = f"{name}-changes"
+    kinesis_arn = create_kinesis_stream(kinesis, kinesis_name, shards)
+    forwarder = KinesisForwarder(
+        streams=aws_client(endpoint, "dynamodbstreams"),
+        kinesis=kinesis,
+        stream_arn=stream_arn,
+        kinesis_stream_name=kinesis_name,
+        table_name=name,
+        faults=faults or Faults(),
+    )
+    return ForwardedTable(name, stream_arn, kinesis_name, kinesis_arn, forwarder)
 
 
 @dataclass
