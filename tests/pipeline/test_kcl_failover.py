@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from config import ConsumerSettings
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer
+from tests.support.kcl import RunningConsumer, active_row, dynamodb, running_consumer
 from tests.support.polling import wait_for
 
 pytestmark = pytest.mark.kcl
@@ -37,13 +37,7 @@ STARTUP_SECONDS = 180.0
 def put_row(consumer: RunningConsumer, user: str) -> None:
     dynamodb(consumer.settings.aws.endpoint_url or "").put_item(
         TableName=consumer.settings.consumer.table_name,
-        Item={
-            "pk": {"S": f"USER#{user}"},
-            "sk": {"S": "ENTITLEMENT#acct-1"},
-            "userId": {"S": user},
-            "arrayAccountId": {"S": "acct-1"},
-            "status": {"S": "Active"},
-        },
+        Item=active_row(user),
     )
 
 

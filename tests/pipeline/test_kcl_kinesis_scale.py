@@ -39,7 +39,7 @@ from config import Settings
 from devstack.kinesis_forwarder import KinesisForwarder
 from devstack.moto_server import MotoServer
 from pipeline.daemon import KclDaemon, launcher_application_name
-from tests.support.kcl import RunningConsumer, dynamodb, forwarded_table, running_consumer
+from tests.support.kcl import RunningConsumer, active_row, dynamodb, forwarded_table, running_consumer
 from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
@@ -82,13 +82,7 @@ class Writer:
             user = f"u-{uuid.uuid4().hex[:12]}"
             self.client.put_item(
                 TableName=self.table,
-                Item={
-                    "pk": {"S": f"USER#{user}"},
-                    "sk": {"S": "ENTITLEMENT#acct-1"},
-                    "userId": {"S": user},
-                    "arrayAccountId": {"S": "acct-1"},
-                    "status": {"S": "Active"},
-                },
+                Item=active_row(user),
             )
             self.written.append(f"USER#{user}")
 

@@ -28,7 +28,7 @@ import pytest
 
 from config import ConsumerSettings
 from pipeline.daemon import KclDaemon, stable_worker_id
-from tests.support.kcl import RunningConsumer, dynamodb, running_consumer
+from tests.support.kcl import RunningConsumer, active_row, dynamodb, running_consumer
 
 pytestmark = pytest.mark.kcl
 
@@ -49,13 +49,7 @@ def put_row(consumer: RunningConsumer, user: str) -> None:
     dynamodb_client = dynamodb(consumer.settings.aws.endpoint_url or "")
     dynamodb_client.put_item(
         TableName=consumer.settings.consumer.table_name,
-        Item={
-            "pk": {"S": f"USER#{user}"},
-            "sk": {"S": "ENTITLEMENT#acct-1"},
-            "userId": {"S": user},
-            "arrayAccountId": {"S": "acct-1"},
-            "status": {"S": "Active"},
-        },
+        Item=active_row(user),
     )
 
 

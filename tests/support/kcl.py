@@ -75,6 +75,17 @@ def dynamodb(endpoint: str) -> Any:
     return aws_client(endpoint, "dynamodb")
 
 
+def active_row(user: str) -> dict[str, Any]:
+    """An Active entitlement row of `user` on account acct-1, as `put_item` takes it."""
+    return {
+        "pk": {"S": f"USER#{user}"},
+        "sk": {"S": "ENTITLEMENT#acct-1"},
+        "userId": {"S": user},
+        "arrayAccountId": {"S": "acct-1"},
+        "status": {"S": "Active"},
+    }
+
+
 def new_table(endpoint: str) -> tuple[str, str]:
     """A fresh table (so each test module has its own stream); returns (name, stream ARN)."""
     name = f"entitlements-{uuid.uuid4().hex[:8]}"
