@@ -16,11 +16,14 @@ __all__ = [
     "LakeDeletedAccounts",
     "LakeHandler",
     "LakeMissing",
+    "MaintenancePolicy",
+    "MaintenanceRunner",
     "NoDataAsOf",
     "connect",
     "lake_from_settings",
     "open_lake",
     "snapshot",
+    "stable_owner",
 ]
 
 from typing import TYPE_CHECKING
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     )
     from analytics.lake.deleted_accounts import LakeDeletedAccounts
     from analytics.lake.eraser import AnalyticsLakeEraser
+    from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner, stable_owner
     from analytics.lake.views import connect
 
 _HOME = {
@@ -47,11 +51,14 @@ _HOME = {
     "LakeDeletedAccounts": "analytics.lake.deleted_accounts",
     "LakeHandler": "analytics.lake",
     "LakeMissing": "analytics.lake",
+    "MaintenancePolicy": "analytics.lake.maintenance",
+    "MaintenanceRunner": "analytics.lake.maintenance",
     "NoDataAsOf": "analytics.lake",
     "connect": "analytics.lake.views",
     "lake_from_settings": "analytics.lake",
     "open_lake": "analytics.lake",
     "snapshot": "analytics.lake",
+    "stable_owner": "analytics.lake.maintenance",
 }
 
 

@@ -61,8 +61,8 @@ from devstack.moto_server import MotoServer
 from devstack.simulator import run_simulation
 from devstack.ttl_emulator import TtlEmulator
 from devstack.workload import SimulationConfig
-from pipeline._files import write_private_file
-from pipeline.tables import create_table
+from pipeline import create_table
+from schema import write_private_file
 from schema.clock import SimulatedClock
 
 REPO = Path(__file__).resolve().parents[1]

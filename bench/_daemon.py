@@ -27,7 +27,7 @@ from typing import Any
 from bench._moto import REGION
 from config import Settings, load_settings
 from devstack.streams import read_stream
-from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties
+from pipeline import DaemonSpec, KclDaemon, launcher_properties
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER_JAR = REPO / "pipeline" / "launcher" / "target" / "entitlements-kcl-launcher.jar"

@@ -48,12 +48,11 @@ from bench._daemon import (
 from bench._moto import moto_client
 from bench._report import Figure, print_figures
 from config import Settings
-from devstack import _writes as writes
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
-from pipeline.daemon import KclDaemon
-from pipeline.tables import create_table
+from pipeline import KclDaemon, create_table
 from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from schema import table_writes as writes
 from schema.table import EntitlementStatus
 
 WARM_UP = 100  # records: each child's first decode, lake files and checkpoint, outside the figure

@@ -58,15 +58,27 @@ from bench._moto import moto_client, moto_server
 from bench._report import Figure, print_figures
 from config import ArraySettings, ConsumerSettings
 from devstack.fake_array import DELETE_USER, FakeArrayServer
-from pipeline.dead_letter import DeadLetters
-from pipeline.events import ChangeKind, CleanupExpired, StreamEvent, StreamPosition
-from pipeline.handlers import HandlerRegistry
-from pipeline.parking import ParkedWork, RawRecord
-from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, ShardConsumer
-from pipeline.tables import create_table
-from processors.cleanup import CleanupHandler, LocalDeletionNotes, ensure_retry_queues, flush_call_bounds
-from processors.cleanup.retry_worker import RetryWorker
+from pipeline import (
+    ChangeKind,
+    CleanupExpired,
+    CommitPolicy,
+    DeadLetters,
+    HandlerRegistry,
+    ParkedWork,
+    Quarantine,
+    RawRecord,
+    ShardConsumer,
+    StreamEvent,
+    StreamPosition,
+    create_table,
+)
+from processors.cleanup import (
+    CleanupHandler,
+    LocalDeletionNotes,
+    RetryWorker,
+    ensure_retry_queues,
+    flush_call_bounds,
+)
 from schema.clock import SystemClock
 from schema.outcomes import OutcomeEvent, OutcomeKind
 from schema.table import CleanupRecord, ItemKind, entitlement_key, gsi1_key, stale_key

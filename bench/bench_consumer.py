@@ -80,13 +80,12 @@ from bench._daemon import (
 from bench._moto import GET_RECORDS, moto_client, served_calls
 from bench._report import Figure, best_of, print_figures
 from config import ConsumerSettings, Settings
-from devstack import _writes as writes
 from devstack.moto_process import moto_process
 from devstack.moto_server import MotoServer, ServedCall
 from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import setup_retry_queues
-from pipeline.daemon import DaemonSpec, KclDaemon
-from pipeline.tables import create_table
+from pipeline import DaemonSpec, KclDaemon, create_table
+from schema import table_writes as writes
 from schema.clock import SystemClock
 from schema.table import EntitlementStatus
 

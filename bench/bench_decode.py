@@ -61,10 +61,16 @@ from boto3.dynamodb.types import TypeDeserializer
 import pipeline.decode as decode_module
 from bench import _capture
 from bench._report import Figure, best_of, print_figures
+from pipeline import (
+    CleanupExpired,
+    DecodeError,
+    EntitlementStatusChanged,
+    EntitlementUpdated,
+    StreamEvent,
+    decode_record,
+    decode_stream_record,
+)
 from pipeline._attribute_values import encode_image
-from pipeline.decode import decode_record, decode_stream_record
-from pipeline.errors import DecodeError
-from pipeline.events import CleanupExpired, EntitlementStatusChanged, EntitlementUpdated, StreamEvent
 
 RECORDS = 2_000
 REPEATS = 15

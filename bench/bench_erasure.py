@@ -46,16 +46,13 @@ from botocore.config import Config
 from pydantic import SecretStr
 
 from adapters import HttpArrayClient
-from analytics import LakeHandler, connect, open_lake
-from analytics.lake.eraser import AnalyticsLakeEraser
+from analytics import AnalyticsLakeEraser, LakeHandler, connect, open_lake
 from bench._moto import moto_client
 from bench._report import BenchThreads, Figure, print_figures
 from config import ArraySettings, ErasureSettings
-from devstack._writes import cancellation_record, entitlement_row, stale_record
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_process import moto_process
-from pipeline.decode import decode_stream_record
-from pipeline.tables import create_table
+from pipeline import create_table, decode_stream_record
 from processors.erasure import (
     ConsumerStores,
     ErasureLedger,
@@ -72,6 +69,7 @@ from schema.erasure import (
     serialize_erasure_message,
 )
 from schema.table import EntitlementStatus
+from schema.table_writes import cancellation_record, entitlement_row, stale_record
 
 REQUESTS = 1_000
 BASELINE_REQUESTS = 100

@@ -19,9 +19,10 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgspec
-import psutil
+import psutil  # type: ignore[import-untyped]  # the venv has no types-psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -31,7 +32,7 @@ from analytics.lake._files import ensure_layout
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
 from config import LakeSettings
-from pipeline.events import (
+from pipeline import (
     ChangeKind,
     CleanupExpired,
     CleanupScheduled,
@@ -64,7 +65,7 @@ def _pool(size: int = 1_000) -> list[StreamEvent]:
         position = StreamPosition(
             stream_arn=STREAM_ARN, shard_id="shardId-1", sequence_number=str(10**20 + i)
         )
-        common = {
+        common: dict[str, Any] = {
             "event_id": f"e{i}", "position": position, "created_at": start + timedelta(seconds=i),
             "user_id": user,
         }  # fmt: skip

@@ -31,10 +31,10 @@ import boto3
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from analytics import MaintenancePolicy, MaintenanceRunner
 from analytics.lake import Lake, changes_schema, default_allow_list, open_lake
 from analytics.lake._delta import active_files, append, open_table
 from analytics.lake._files import TABLES, ensure_layout
-from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner
 from bench._moto import REGION, moto_server
 from bench._report import Figure, print_figures
 from config import ConsumerSettings, LakeSettings

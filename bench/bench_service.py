@@ -3,7 +3,7 @@
 Routes. Each route's throughput and latency (p50, p99) at a fixed concurrency (8 clients), through
 `entitlements serve` (its own process, uvicorn) on the local stack: moto in its own process for the
 table, the fake Array and the fake transactions-service on loopback at 0 ms. Baseline, in the same run:
-a bare loop making the same table calls (the same requests, built by `service.dynamo`) and the same fake
+a bare loop making the same table calls (the same requests, built by `schema.table_writes`) and the same fake
 HTTP calls, with the same concurrency, no service in between. Each user goes through signup, processor,
 array-signup, cancellation and reactivation in that order (one route at a time over every user), both
 in the service and in the bare loops (their own users); two cohorts a side, their runs alternating,
@@ -100,12 +100,12 @@ from config import (
 )
 from devstack.fake_array import PROCESSOR_TOKEN
 from entitlements import compose
-from pipeline.tables import create_table
+from pipeline import create_table
 from processors.cleanup import ensure_retry_queues
 from schema import array as wire
+from schema import table_writes
 from schema.table import GUARD_SK
-from service import dynamo
-from service.relinker import Relinker, enqueue_relinks
+from service import Relinker, enqueue_relinks
 
 CONCURRENCY = 8
 USERS = 200
@@ -213,11 +213,11 @@ class _Bare:
         version = self._guard(user)
         account = self._create(user)
         now = datetime.now(UTC)
-        row = dynamo.entitlement_row(user, account, now=now)
+        row = table_writes.entitlement_row(user, account, now=now)
         if version is None:
             self.dynamodb.put_item(TableName=self.table, Item=row)
         else:
-            items = dynamo.signup_transaction(self.table, user, row, guard_version=version, now=now)
+            items = table_writes.signup_transaction(self.table, user, row, guard_version=version, now=now)
             self.dynamodb.transact_write_items(TransactItems=items)
         self.accounts[user] = account
 
@@ -230,19 +230,19 @@ class _Bare:
         self.http.post(
             self.array_url + wire.PROCESSOR_TOKEN_PATH, json=body, headers=self.headers
         ).raise_for_status()
-        self.dynamodb.put_item(**dynamo.save_if_active_request(self.table, image))
+        self.dynamodb.put_item(**table_writes.save_if_active_request(self.table, image))
 
     def array_signup(self, user: str) -> None:
         version = self._guard(user)
         new = self._create(user)
         now = datetime.now(UTC)
         old = self.accounts[user]
-        items = dynamo.second_signup_transaction(
+        items = table_writes.second_signup_transaction(
             self.table,
             user,
             old_array_account_id=old,
-            new_row=dynamo.entitlement_row(user, new, now=now),
-            stale_ttl=dynamo.ttl_after(now, 1),
+            new_row=table_writes.entitlement_row(user, new, now=now),
+            stale_ttl=table_writes.ttl_after(now, 1),
             now=now,
             guard_version=version,
         )
@@ -252,15 +252,15 @@ class _Bare:
     def cancellation(self, user: str) -> None:
         version = self._guard(user)
         now = datetime.now(UTC)
-        ttl = dynamo.ttl_after(now, 63)
-        items = dynamo.cancellation_transaction(
+        ttl = table_writes.ttl_after(now, 63)
+        items = table_writes.cancellation_transaction(
             self.table, user, self.accounts[user], ttl=ttl, now=now, guard_version=version
         )
         self.dynamodb.transact_write_items(TransactItems=items)
 
     def reactivation(self, user: str) -> None:
         version = self._guard(user)
-        items = dynamo.reactivation_transaction(
+        items = table_writes.reactivation_transaction(
             self.table, user, self.accounts[user], now=datetime.now(UTC), guard_version=version
         )
         self.dynamodb.transact_write_items(TransactItems=items)

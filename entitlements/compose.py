@@ -49,30 +49,41 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from adapters import HttpArrayAccounts, HttpArrayClient, HttpTransactions, RetryPolicy, pooled_http
-from analytics import AnalyticsLakeEraser, LakeHandler, lake_from_settings
-from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner, stable_owner
+from analytics import (
+    AnalyticsLakeEraser,
+    LakeHandler,
+    MaintenancePolicy,
+    MaintenanceRunner,
+    lake_from_settings,
+    stable_owner,
+)
 from config import ErasureSettings, Settings
 from entitlements._clients import aws_client
-from pipeline import HandlerRegistry, ShardConsumer, decode_record
-from pipeline._files import private_dir
-from pipeline.dead_letter import DeadLetters
-from pipeline.decode import KinesisSource
-from pipeline.filtering import DroppingUsers
-from pipeline.item_order import ItemOrder
-from pipeline.journal import JournalHandler
-from pipeline.parking import ParkedWork
-from pipeline.quarantine import Quarantine
-from pipeline.shard_consumer import CommitPolicy, Decoder, HandlerRetryPolicy
+from pipeline import (
+    CommitPolicy,
+    DeadLetters,
+    Decoder,
+    DroppingUsers,
+    HandlerRegistry,
+    HandlerRetryPolicy,
+    ItemOrder,
+    JournalHandler,
+    KinesisSource,
+    ParkedWork,
+    Quarantine,
+    ShardConsumer,
+    decode_record,
+)
 from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
     DeleteValve,
     LocalDeletionNotes,
     RetryQueues,
+    RetryWorker,
     ensure_retry_queues,
     flush_call_bounds,
 )
-from processors.cleanup.retry_worker import RetryWorker
 from processors.erasure import (
     LEDGER_DIR_NAME,
     ConsumerStores,
@@ -83,17 +94,21 @@ from processors.erasure import (
     ensure_erasure_channel,
     erased_filter,
 )
+from schema import private_dir
 from schema.aws_errors import AwsTerminalError, converted
 from schema.clock import clock_from_settings
 from schema.errors import TerminalError
 from schema.outcomes import FlushingSink
-from service.arraylink import ArrayLink, LinkTable
-from service.clients import SERVICE_ERRORS
-from service.dynamo import EntitlementTable
-from service.outcomes import OutcomeRecorder
-from service.parts import ServiceParts
-from service.relinker import Relinker
-from service.writes import EntitlementService
+from service import (
+    SERVICE_ERRORS,
+    ArrayLink,
+    EntitlementService,
+    EntitlementTable,
+    LinkTable,
+    OutcomeRecorder,
+    Relinker,
+    ServiceParts,
+)
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -415,7 +430,7 @@ def service_parts(
 def service_app(settings: Settings, **overrides: Any) -> FastAPI:
     """The service's ASGI app (`entitlements serve`), built from `service_parts`. The web framework is
     imported here, on first use: the KCL child and the workers import this module and never serve."""
-    from service.app import create_app  # noqa: PLC0415 (kept off the KCL child's start)
+    from service import create_app  # noqa: PLC0415 (kept off the KCL child's start)
 
     return create_app(service_parts(settings, **overrides))
 

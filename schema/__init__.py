@@ -1,5 +1,6 @@
 """Contracts shared by every part of the project. Imports nothing else from the project."""
 
+from schema._files import private_dir, write_private_file
 from schema.errors import EntitlementsError, RecordContext, RetryableError, TerminalError
 from schema.table import (
     CleanupKind,
@@ -25,4 +26,6 @@ __all__ = [
     "TerminalError",
     "UnknownItem",
     "parse_item",
+    "private_dir",
+    "write_private_file",
 ]

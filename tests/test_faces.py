@@ -1,10 +1,12 @@
 """The packages' faces: what other packages take from `pipeline` or `service`, from the face or from an
-inner module, is what the face exports; and the callers moved to pipeline's face take nothing from its
-inner modules."""
+inner module, is what the face exports; the callers moved to pipeline's face take nothing from its
+inner modules; the composition root and the benches import no inner module of another package (but
+the few a bench pokes at, named with the reason); and every name a face exports resolves."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -21,7 +23,8 @@ _NOT_CALLERS = {".venv", "tests", "node_modules"}
 
 # Inner modules outside packages may still name, with the reason:
 EXCEPTIONS = {
-    # the one atomic private write, shared with the composition root and a bench (schema._files' twin)
+    # the one atomic private write, shared with the erasure ledger (schema._files' twin; the composition
+    # root and the benches take it from schema's face)
     "pipeline._files": "private file helpers",
     # the bench builds stream images as the decoder reads them
     "pipeline._attribute_values": "a bench's encoder",
@@ -36,6 +39,46 @@ FACE_ONLY = (
     "entitlements/_demo.py",
     "entitlements/child.py",
 )
+
+# The composition root and the benches take every name of another package from its face (issue 25).
+ROOT_AND_BENCHES = ("entitlements/compose.py", "bench")
+
+# Packages whose public modules are each a face of their own, only their `_private` modules inner:
+# `schema` is the kernel, one contract a module (table, table_writes, outcomes, clock, errors, aws_errors,
+# array: the README's layout names them so), and its `__init__` the few names every part takes.
+MODULE_FACES = frozenset({"schema"})
+
+# What a bench may still take from an inner module: module -> (names, "" for the module itself; why).
+# Each is an implementation detail a bench measures underneath the face, not a name for other callers.
+BENCH_POKES: dict[str, tuple[frozenset[str], str]] = {
+    "analytics.lake._delta": (
+        frozenset({"active_files", "append", "commits_since", "open_table"}),
+        "the Delta layer the lake hides: synthetic lakes appended straight to it, its files counted",
+    ),
+    "analytics.lake._files": (
+        frozenset({"TABLES", "ensure_layout"}),
+        "the tables' layout: an empty lake made to append synthetic rows to",
+    ),
+    "analytics.lake._duck": (
+        frozenset({"literal", "load_delta_extension"}),
+        "the delta extension's delta_scan, a baseline beside the views",
+    ),
+    "analytics.lake._fold": (frozenset({"read_table"}), "data files copied to plain Parquet, a baseline"),
+    "analytics.lake.compaction": (frozenset({"tier_target"}), "the compaction's tiers, driven by hand"),
+    "analytics.lake.views": (
+        frozenset({"SQL_DIR", "create_views"}),
+        "the views re-pointed at plain Parquet copies, and an audit's SQL read from its file",
+    ),
+    "pipeline._attribute_values": (
+        frozenset({"encode_image"}),
+        "stream images built as the decoder reads them",
+    ),
+    "pipeline.decode": (frozenset({""}), "the decoder's typed branch swapped out to measure it"),
+    "schema.erasure._models": (
+        frozenset({"message_adapter"}),
+        "the bare pydantic validation under parse, a baseline (schema.erasure's face is its contract's)",
+    ),
+}
 
 
 def _is_module(dotted: str) -> bool:
@@ -56,8 +99,10 @@ def _imports(root: Path) -> tuple[tuple[str, str, str], ...]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for alias in node.names:
-                    # `from service import dynamo` imports an inner module, not a name of the face.
-                    if _is_module(f"{node.module}.{alias.name}"):
+                    # `from service import dynamo` imports an inner module, not a name of the face; but
+                    # `from analytics.lake import snapshot` takes the function the face binds over its
+                    # submodule of that name.
+                    if _is_module(f"{node.module}.{alias.name}") and alias.name not in _exported(node.module):
                         found.append((relative.as_posix(), f"{node.module}.{alias.name}", ""))
                     else:
                         found.append((relative.as_posix(), node.module, alias.name))
@@ -94,9 +139,139 @@ def test_every_name_other_packages_take_from_a_package_is_on_its_face(face: Modu
     assert _missing_from(face) == {}
 
 
-@pytest.mark.parametrize("face", [pipeline, service], ids=lambda face: face.__name__)
-def test_every_name_on_a_face_resolves(face: ModuleType) -> None:
-    assert [name for name in face.__all__ if getattr(face, name, None) is None] == []
+@cache
+def _exported(package: str) -> tuple[str, ...]:
+    """`package`'s `__all__`, read from its `__init__.py` without importing it; () without one."""
+    init = REPO.joinpath(*package.split("."), "__init__.py")
+    if not init.is_file():
+        return ()
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "__all__"
+        ):
+            return tuple(ast.literal_eval(node.value)) if node.value is not None else ()
+    return ()
+
+
+def _faces() -> list[str]:
+    """Every package of the repository whose `__init__` exports names, but tests and the benches."""
+    return sorted(
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in REPO.rglob("__init__.py")
+        if init.parent != REPO
+        and init.relative_to(REPO).parts[0] not in (*_NOT_CALLERS, "bench")
+        and "node_modules" not in init.parts
+        and _exported(".".join(init.parent.relative_to(REPO).parts))
+    )
+
+
+def _face_of(module: str) -> str | None:
+    """The package whose `__init__` is `module`'s face: the innermost package holding it (or being it)
+    that exports names, short of a MODULE_FACES package; None when there is none."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        package = ".".join(parts[:end])
+        if package in MODULE_FACES:
+            return None
+        if _exported(package):
+            return package
+    return None
+
+
+def _is_inner(module: str) -> bool:
+    """Whether a caller outside `module`'s package reaches past a face to import it: a module under a
+    face (and not the face itself), or a `_private` module where there is no face."""
+    face = _face_of(module)
+    if face is not None:
+        return module != face
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def _inner_imports(root: Path = REPO) -> list[tuple[str, str, str]]:
+    """(file, module, name) for each import, in the composition root and the benches under root, of a
+    module inner to another package of this repository, but the BENCH_POKES of a bench."""
+    found: set[tuple[str, str, str]] = set()
+    for file, module, name in _imports(root):
+        if not any(file == caller or file.startswith(f"{caller}/") for caller in ROOT_AND_BENCHES):
+            continue
+        top = module.split(".")[0]
+        if top == file.split("/")[0] or not _is_module(top) or not _is_inner(module):
+            continue
+        poked, _ = BENCH_POKES.get(module, (frozenset(), ""))
+        if not (file.startswith("bench/") and name in poked):
+            found.add((file, module, name))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("face", _faces())
+def test_every_name_on_a_face_resolves(face: str) -> None:
+    module = importlib.import_module(face)
+    assert [name for name in module.__all__ if getattr(module, name, None) is None] == []
+
+
+def test_the_faces_found_include_the_lazy_and_the_eager_ones() -> None:
+    # A walk that found no face would check nothing above.
+    assert {"analytics", "analytics.lake", "pipeline", "processors.cleanup", "schema", "service"} <= set(
+        _faces()
+    )
+
+
+def test_the_composition_root_and_the_benches_import_no_inner_module_of_another_package() -> None:
+    assert _inner_imports() == []
+
+
+def test_every_inner_name_a_bench_may_poke_at_is_still_poked_at() -> None:
+    # An allowance nobody uses any more would let the next bench poke there unseen.
+    taken = {(module, name) for file, module, name in _imports(REPO) if file.startswith("bench/")}
+    unused = sorted(
+        (module, name)
+        for module, (names, _) in BENCH_POKES.items()
+        for name in names
+        if (module, name) not in taken
+    )
+    assert unused == []
+
+
+def test_an_inner_import_in_the_composition_root_or_a_bench_is_found(tmp_path: Path) -> None:
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench_caller.py").write_text(
+        "from pipeline import ShardConsumer\n"
+        "from schema.table import ItemKind\n"
+        "from devstack.moto_server import MotoServer\n"
+        "from bench._report import Figure\n"
+        "from analytics.lake._delta import append, table_schema_names\n"
+        "from processors.cleanup.retry_worker import RetryWorker\n"
+        "from devstack import _writes\n"
+        "import pipeline.events\n"
+        "from schema._files import private_dir\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "entitlements").mkdir()
+    (tmp_path / "entitlements" / "compose.py").write_text(
+        "from entitlements._clients import aws_client\n"
+        "from analytics.lake._delta import append\n"
+        "from service.dynamo import EntitlementTable\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "processors").mkdir()
+    (tmp_path / "processors" / "not_checked_here.py").write_text(
+        "from service.dynamo import EntitlementTable\n", encoding="utf-8"
+    )
+    assert _inner_imports(tmp_path) == [
+        ("bench/bench_caller.py", "analytics.lake._delta", "table_schema_names"),
+        ("bench/bench_caller.py", "devstack._writes", ""),
+        ("bench/bench_caller.py", "pipeline.events", ""),
+        ("bench/bench_caller.py", "processors.cleanup.retry_worker", "RetryWorker"),
+        ("bench/bench_caller.py", "schema._files", "private_dir"),
+        ("entitlements/compose.py", "analytics.lake._delta", "append"),
+        ("entitlements/compose.py", "service.dynamo", "EntitlementTable"),
+    ]
 
 
 def test_the_callers_moved_to_pipelines_face_import_no_inner_pipeline_module() -> None:

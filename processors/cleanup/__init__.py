@@ -15,6 +15,7 @@ __all__ = [
     "LocalDeletionNotes",
     "RetryQueueError",
     "RetryQueues",
+    "RetryWorker",
     "ensure_retry_queues",
     "flush_call_bounds",
     "queue_counts",
@@ -33,3 +34,4 @@ from processors.cleanup._retry_queue import (
     queue_counts,
 )
 from processors.cleanup._valve import DeleteValve
+from processors.cleanup.retry_worker import RetryWorker
