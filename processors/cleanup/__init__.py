@@ -11,6 +11,7 @@ __all__ = [
     "CleanupHandler",
     "DeleteValve",
     "DeletedAccountsSource",
+    "DrainReport",
     "GuardUnavailableError",
     "LocalDeletionNotes",
     "RetryQueueError",
@@ -34,4 +35,4 @@ from processors.cleanup._retry_queue import (
     queue_counts,
 )
 from processors.cleanup._valve import DeleteValve
-from processors.cleanup.retry_worker import RetryWorker
+from processors.cleanup.retry_worker import DrainReport, RetryWorker

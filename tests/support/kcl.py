@@ -15,16 +15,16 @@ import boto3
 import psutil
 
 from analytics.lake import Lake, lake_from_settings
-from config import Settings, load_settings
+from config import ArraySettings, Settings, load_settings
 from devstack.fake_array import FakeArrayServer
 from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_stream
 from devstack.moto_server import MotoServer
 from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
-from entitlements.compose import setup_retry_queues
+from entitlements.compose import lake_handler, retry_worker, setup_retry_queues
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
-from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, DrainReport, ensure_retry_queues
 from schema.clock import Clock, SystemClock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,6 +93,9 @@ def new_table(endpoint: str) -> tuple[str, str]:
     create_table(client, name)
     arn = client.describe_table(TableName=name)["Table"]["LatestStreamArn"]
     return name, arn
+
+
+RETRY_WORKER_BUDGET_SECONDS = ArraySettings().retry_budget_seconds  # what ships
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,18 @@ class CleanupStack:
     @property
     def lake(self) -> Lake:
         return lake_from_settings(self.consumer.settings)
+
+    def drain_retry_queue(self, max_seconds: float) -> DrainReport:
+        """What an operator's retry worker does: finish the cleanups the consumer parked (a budget run
+        out under load, a kill's in-flight claim), landing their outcomes in the same lake. It runs with
+        the shipped retry budget, not the short one this stack gives the consumer (which parks more)."""
+        settings = self.consumer.settings
+        array = settings.array.model_copy(update={"retry_budget_seconds": RETRY_WORKER_BUDGET_SECONDS})
+        settings = settings.model_copy(update={"array": array})
+        landing = lake_handler(settings, name="retry-worker-lake")
+        report = retry_worker(settings, landing).drain(max_seconds=max_seconds)
+        landing.flush()
+        return report
 
 
 @contextmanager
