@@ -49,7 +49,9 @@ __all__ = [
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable, Transaction
 
@@ -136,25 +138,54 @@ def _present(
     return dataset.to_table(columns=read).filter(row_filter).select(columns)
 
 
+def _shards(data: pa.Table, stream_column: str, shard_column: str) -> list[tuple[Shard, np.ndarray | None]]:
+    """Each shard the rows name, with its rows' indices (None when every row is that shard's); a row
+    naming no stream or no shard belongs to none. Found by Arrow, not by a Python loop over the rows."""
+    if not data.num_rows:
+        return []
+    streams, shards = data[stream_column], data[shard_column]
+    if not streams.null_count and not shards.null_count:
+        stream_span, shard_span = pc.min_max(streams), pc.min_max(shards)
+        if stream_span["min"] == stream_span["max"] and shard_span["min"] == shard_span["max"]:
+            # The usual batch: one shard's rows (a handler's flush of one record processor).
+            return [((stream_span["min"].as_py(), shard_span["min"].as_py()), None)]
+    rows = pa.table({"stream": streams, "shard": shards, "row": np.arange(data.num_rows)})
+    grouped = rows.group_by(["stream", "shard"], use_threads=False).aggregate([("row", "list")])
+    found: list[tuple[Shard, np.ndarray | None]] = []
+    for stream, shard, indices in zip(
+        grouped["stream"].to_pylist(), grouped["shard"].to_pylist(), grouped["row_list"], strict=True
+    ):
+        if stream is not None and shard is not None:
+            found.append(((stream, shard), indices.values.to_numpy()))
+    return found
+
+
 def plan_changes(table: DeltaTable, data: pa.Table) -> Plan:
     """The commit of change rows `data` (with their partition column) against the table's version."""
-    keys = data["sequence_key"].to_pylist()
-    days = data[PARTITION_COLUMN].to_pylist()
-    keep = [True] * data.num_rows
+    keys = data["sequence_key"]
+    days = data[PARTITION_COLUMN]
+    drop: np.ndarray | None = None  # the rows found in the table, once there is one
     marks: dict[Shard, str] = {}
     dropped = 0
-    for (stream, shard), rows in _rows_of(data, "stream_arn", "shard_id").items():
+    for (stream, shard), rows in _shards(data, "stream_arn", "shard_id"):
+        shard_keys = keys if rows is None else keys.take(rows)
         mark = high_water(table, stream, shard)
-        candidates = [i for i in rows if mark is None or keys[i] <= mark]
-        if candidates:
-            low = min(keys[i] for i in candidates)
-            high = max(keys[i] for i in candidates)
+        # Rows above the mark cannot be in the table; the others are candidates for the lookup.
+        candidate = None if mark is None else pc.less_equal(shard_keys, mark)
+        candidate_keys = shard_keys if candidate is None else shard_keys.filter(candidate)
+        kept_keys = shard_keys
+        if len(candidate_keys):
+            span = pc.min_max(candidate_keys)
+            low, high = span["min"].as_py(), span["max"].as_py()
+            shard_days = days if rows is None else days.take(rows)
+            candidate_days = shard_days if candidate is None else shard_days.filter(candidate)
+            day_names = sorted(day.isoformat() for day in pc.unique(candidate_days).to_pylist())
             prune: list[tuple[str, str, object]] = [
                 ("stream_arn", "=", stream),
                 ("shard_id", "=", shard),
                 ("sequence_key", ">=", low),
                 ("sequence_key", "<=", high),
-                (PARTITION_COLUMN, "in", sorted({days[i].isoformat() for i in candidates})),
+                (PARTITION_COLUMN, "in", day_names),
             ]
             row_filter = (
                 (ds.field("stream_arn") == stream)
@@ -162,15 +193,22 @@ def plan_changes(table: DeltaTable, data: pa.Table) -> Plan:
                 & (ds.field("sequence_key") >= low)
                 & (ds.field("sequence_key") <= high)
             )
-            found = set(_present(table, prune, row_filter, ["sequence_key"])["sequence_key"].to_pylist())
-            for i in candidates:
-                if keys[i] in found:
-                    keep[i] = False
-                    dropped += 1
-        kept = [keys[i] for i in rows if keep[i]]
-        if kept:
-            marks[stream, shard] = max([*kept, *([mark] if mark is not None else [])])
-    return Plan(data.filter(pa.array(keep, pa.bool_())), mark_transactions(marks), dropped)
+            found = _present(table, prune, row_filter, ["sequence_key"])["sequence_key"]
+            if len(found):
+                # Only candidates can match: what was found lies in [low, high], at or below the mark.
+                hit = pc.is_in(shard_keys, value_set=pc.cast(found, shard_keys.type).combine_chunks())
+                hits = int(pc.sum(hit).as_py() or 0)
+                if hits:
+                    dropped += hits
+                    kept_keys = shard_keys.filter(pc.invert(hit))
+                    if drop is None:
+                        drop = np.zeros(data.num_rows, dtype=bool)
+                    drop[slice(None) if rows is None else rows] |= hit.to_numpy()
+        if len(kept_keys):
+            top = str(pc.max(kept_keys).as_py())
+            marks[stream, shard] = top if mark is None else max(top, mark)
+    kept = data if drop is None else data.filter(pa.array(~drop))
+    return Plan(kept, mark_transactions(marks), dropped)
 
 
 def _outcome_identity(outcome_id: str, kind: str | None, source_event_id: str | None) -> str:

@@ -3,7 +3,9 @@
 Events are kept as they come and turned into columns once per file, with as little Python per row as
 possible: each item class's allowed attributes are read by one C-level getter (no dict per item),
 values already of their column's type go to Arrow as they are (only other values are converted one by
-one), a business time is parsed once per distinct text, constant columns are repeated by Arrow. Only
+one), a business time is parsed once per distinct text, constant columns are repeated by Arrow, each
+item class's values are converted apart and put back in item order by Arrow (absent images are nulls,
+with nothing read), and the sequence keys are padded and sorted by Arrow. Only
 allow-listed attributes are read from an item: anything else, the processor token first of all, is
 never copied into a buffer.
 """
@@ -19,10 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from enum import Enum
-from itertools import chain
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter, is_not, methodcaller
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -36,7 +39,7 @@ from analytics.lake._schema import (
     changes_schema,
     parse_business_time,
 )
-from pipeline.events import SEQUENCE_WIDTH, StreamEvent, sortable_sequence
+from pipeline.events import SEQUENCE_WIDTH, StreamEvent, StreamPosition, sortable_sequence
 from schema.outcomes import OutcomeEvent, preferred_outcome
 from schema.table import ITEM_FIELDS
 
@@ -212,6 +215,19 @@ def _business_times(texts: pa.Array) -> pa.Array:
     return pa.array(parsed, _TIMESTAMP).take(encoded.indices)
 
 
+def _value_arrays(spec: AttributeSpec, values: list[Any]) -> tuple[pa.Array, ...]:
+    """The columns of one attribute's values (the time twin of a business time aside): the ttl's
+    three, or one."""
+    if spec.type == "ttl":
+        return _ttl_arrays(values)
+    return (_SIMPLE[spec.type](values),)
+
+
+def _null_arrays(spec: AttributeSpec, count: int) -> tuple[pa.Array, ...]:
+    """What `_value_arrays` gives for `count` Nones (no image), made by Arrow."""
+    return tuple(pa.nulls(count, array.type) for array in _value_arrays(spec, []))
+
+
 def _well_formed(numbers: list[Any]) -> bool:
     """Whether every one is a sequence number (`pipeline.events.is_sequence_number`), checked a
     column at a time."""
@@ -239,12 +255,12 @@ class _ImageReader:
             self._declared[cls] = None if fields is None else tuple(n for n in self._names if n in fields)
         return self._declared[cls]
 
-    def _group(self, cls: type, items: list[Any]) -> dict[str, list[Any]]:
-        """The columns of items of one class: its declared attributes read by one C-level getter per
-        item, its extras (rare) laid over them."""
+    def _group(self, cls: type, items: list[Any]) -> dict[str, list[Any]] | None:
+        """The columns of items of one class (None for absent images: no values to read): its
+        declared attributes read by one C-level getter per item, its extras (rare) laid over them."""
         count = len(items)
         if cls is _NONE:
-            return {name: [None] * count for name in self._names}
+            return None
         declared = self._declared_of(cls)
         if declared is None:  # not an item class the contract knows: read as the item says
             images = [item.attributes() for item in items]
@@ -258,30 +274,35 @@ class _ImageReader:
                     columns[name][index] = item.extra[name]
         return columns
 
-    def columns(self, items: list[Any]) -> dict[str, list[Any]]:
-        """Each allowed attribute of `items`, in item order."""
+    def groups(self, items: list[Any]) -> tuple[list[_Group], np.ndarray | None]:
+        """The allowed attributes of `items`, a class at a time: (row count, columns) per class, the
+        columns None for absent images; and where each item's row is in the groups laid end to end
+        (row i of the items is row place[i] there), None when there is one group."""
         kinds = list(map(type, items))
         classes = list(dict.fromkeys(kinds))
         if len(classes) == 1:
-            return self._group(classes[0], items)
-        groups = [[i for i, kind in enumerate(kinds) if kind is cls] for cls in classes]
+            return [(len(items), self._group(classes[0], items))], None
+        # Each class's items together, in item order (a stable sort of their class numbers, by numpy
+        # rather than a Python pass over the items per class).
+        number = {cls: n for n, cls in enumerate(classes)}
+        codes = np.fromiter(map(number.__getitem__, kinds), dtype=np.intp, count=len(kinds))
+        order = np.argsort(codes, kind="stable")
+        grouped = list(map(items.__getitem__, order.tolist()))
+        ends = np.cumsum(np.bincount(codes, minlength=len(classes))).tolist()
         parts = [
-            self._group(cls, [items[i] for i in group]) for cls, group in zip(classes, groups, strict=True)
+            (end - start, self._group(cls, grouped[start:end]))
+            for cls, start, end in zip(classes, [0, *ends[:-1]], ends, strict=True)
         ]
-        # Back to item order: row i of the result is row place[i] of the groups laid end to end.
-        order = list(chain.from_iterable(groups))
-        place = [0] * len(order)
-        for position, index in enumerate(order):
-            place[index] = position
-        pick = itemgetter(*place)
-        return {name: list(pick(list(chain.from_iterable(p[name] for p in parts)))) for name in self._names}
+        place = np.empty_like(order)
+        place[order] = np.arange(len(order))
+        return parts, place
 
 
+_Group = tuple[int, dict[str, list[Any]] | None]
 _EXTRA = attrgetter("extra")
 _EVENT_FIELDS = tuple(
     attrgetter(name)
     for name in (
-        "position.sequence_number",
         "event_id",
         "event_type",
         "change",
@@ -293,10 +314,13 @@ _EVENT_FIELDS = tuple(
         "new_item",
     )
 )
-_SEQUENCE_NUMBER = attrgetter("position.sequence_number")
 _CREATED_AT = attrgetter("created_at")
-_STREAM = attrgetter("position.stream_arn")
-_SHARD = attrgetter("position.shard_id")
+# Read from a StreamPosition (the buffer's keys), not through the event: no dotted lookup per row.
+_SEQUENCE_NUMBER = attrgetter("sequence_number")
+_STREAM = attrgetter("stream_arn")
+_SHARD = attrgetter("shard_id")
+_PK = methodcaller("get", "pk")
+_SK = methodcaller("get", "sk")
 
 
 class ChangeBuffer:
@@ -310,53 +334,69 @@ class ChangeBuffer:
         self.schema = changes_schema(allow)
         self._allow = allow
         self._reader = _ImageReader(tuple(dict.fromkeys(spec.attribute for spec in allow.attributes)))
-        self._events: list[StreamEvent] = []
-        self._seen: set[tuple[str, str, str]] = set()
+        # Each buffered event under its identity, in arrival order. The identity is the position itself:
+        # a frozen StreamPosition hashes and compares by its three fields (stream, shard, sequence),
+        # with no tuple built per event.
+        self._events: dict[StreamPosition, StreamEvent] = {}
 
     def __len__(self) -> int:
         return len(self._events)
 
     def clear(self) -> None:
-        self._events = []
-        self._seen = set()
+        self._events = {}
 
     def append(self, event: StreamEvent) -> bool:
         """Buffer one event; False when the same event (stream, shard, sequence) is already buffered."""
-        position = event.position
-        identity = (position.stream_arn, position.shard_id, position.sequence_number)
-        if identity in self._seen:
+        identity = event.position
+        if type(identity) is not StreamPosition:
+            # A subclass never compares equal to a StreamPosition of the same fields: keyed by its fields.
+            identity = StreamPosition(
+                stream_arn=identity.stream_arn,
+                shard_id=identity.shard_id,
+                sequence_number=identity.sequence_number,
+            )
+        events = self._events
+        if identity in events:
             return False
-        self._seen.add(identity)
-        self._events.append(event)
+        events[identity] = event
         return True
 
-    def _image(self, columns: dict[str, pa.Array], side: str, values: dict[str, list[Any]]) -> None:
+    def _image(self, columns: dict[str, pa.Array], side: str, items: list[Any]) -> None:
+        """The columns of one side's images. Each class's values become Arrow arrays on their own
+        (every conversion is per value, so the arrays are those of the whole column, in pieces), absent
+        images are nulls with nothing to convert, and Arrow puts the pieces back in item order."""
+        groups, place = self._reader.groups(items)
         for spec in self._allow.attributes:
-            self._attribute(columns, side, spec, values[spec.attribute])
-
-    @staticmethod
-    def _attribute(columns: dict[str, pa.Array], side: str, spec: AttributeSpec, values: list[Any]) -> None:
-        if spec.type == "ttl":
-            for field, array in zip(spec.fields(), _ttl_arrays(values), strict=True):
-                columns[f"{side}_{field.name}"] = array
-        elif spec.type == "string":
-            texts = _string_array(values)
-            columns[f"{side}_{spec.column}"] = texts
-            if spec.is_business_time:
-                columns[f"{side}_{spec.time_twin}"] = _business_times(texts)
-        else:
-            columns[f"{side}_{spec.column}"] = _SIMPLE[spec.type](values)
+            pieces = [
+                _null_arrays(spec, count) if values is None else _value_arrays(spec, values[spec.attribute])
+                for count, values in groups
+            ]
+            arrays = [
+                parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+                for parts in zip(*pieces, strict=True)
+            ]
+            if place is not None:
+                arrays = [array.take(place) for array in arrays]
+            if spec.type == "ttl":
+                for field, array in zip(spec.fields(), arrays, strict=True):
+                    columns[f"{side}_{field.name}"] = array
+            else:
+                columns[f"{side}_{spec.column}"] = arrays[0]
+                if spec.is_business_time:
+                    columns[f"{side}_{spec.time_twin}"] = _business_times(arrays[0])
 
     def _table(
         self,
         stream: str,
         shard: str,
         events: Sequence[StreamEvent],
-        sequence_keys: Sequence[str],
+        *,
+        sequence_numbers: pa.Array,
+        sequence_keys: pa.Array,
         created: Sequence[datetime],
     ) -> pa.Table:
         count = len(events)
-        (numbers, ids, types, changes, ttl, keys, kinds, users, olds, news) = (
+        (ids, types, changes, ttl, keys, kinds, users, olds, news) = (
             list(map(field, events)) for field in _EVENT_FIELDS
         )
         # StrEnum members are str: Arrow takes them as they are.
@@ -364,42 +404,48 @@ class ChangeBuffer:
             "schema_version": pa.repeat(pa.scalar(LAKE_SCHEMA_VERSION, pa.int16()), count),
             "stream_arn": pa.repeat(pa.scalar(stream, pa.string()), count),
             "shard_id": pa.repeat(pa.scalar(shard, pa.string()), count),
-            "sequence_number": pa.array(numbers, pa.string()),
-            "sequence_key": pa.array(sequence_keys, pa.string()),
+            "sequence_number": sequence_numbers,
+            "sequence_key": sequence_keys,
             "event_id": pa.array(ids, pa.string()),
             "event_type": pa.array(types, pa.string()),
             "change_kind": pa.array(changes, pa.string()),
             "created_at": pa.array(created, _TIMESTAMP),
             "ttl_deletion": pa.array(ttl, pa.bool_()),
-            "pk": _string_array([k.get("pk") for k in keys]),
-            "sk": _string_array([k.get("sk") for k in keys]),
+            "pk": _string_array(list(map(_PK, keys))),
+            "sk": _string_array(list(map(_SK, keys))),
             "item_kind": pa.array(kinds, pa.string()),
             "user_id": pa.array(users, pa.string()),
-            "has_old_image": pa.array([i is not None for i in olds], pa.bool_()),
-            "has_new_image": pa.array([i is not None for i in news], pa.bool_()),
+            "has_old_image": pa.array(list(map(is_not, olds, repeat(None))), pa.bool_()),
+            "has_new_image": pa.array(list(map(is_not, news, repeat(None))), pa.bool_()),
         }
-        self._image(columns, "old", self._reader.columns(list(olds)))
-        self._image(columns, "new", self._reader.columns(list(news)))
+        self._image(columns, "old", olds)
+        self._image(columns, "new", news)
         return pa.Table.from_arrays([columns[name] for name in self.schema.names], schema=self.schema)
 
     def files(self) -> Iterator[PendingFile]:
         """One part per (event date, stream, shard), rows in sequence order."""
         if not self._events:
             return
-        buffered = self._events
-        numbers = list(map(_SEQUENCE_NUMBER, buffered))
+        positions = list(self._events)
+        buffered = list(self._events.values())
+        numbers = list(map(_SEQUENCE_NUMBER, positions))
+        all_numbers = pa.array(numbers, pa.string())
         if _well_formed(numbers):
-            unsorted = [number.rjust(SEQUENCE_WIDTH, "0") for number in numbers]
+            # `sortable_sequence` of each, by Arrow: the number left-padded with zeros.
+            all_keys = pc.utf8_lpad(all_numbers, width=SEQUENCE_WIDTH, padding="0")
         else:  # `sortable_sequence` raises for the first one that is not a sequence number
-            unsorted = [sortable_sequence(number) for number in numbers]
-        # Sorted by key alone and stably: events of equal keys (on other shards) keep their order.
-        order = sorted(range(len(buffered)), key=unsorted.__getitem__)
-        keys = list(map(unsorted.__getitem__, order))
-        events = list(map(buffered.__getitem__, order))
+            all_keys = pa.array([sortable_sequence(number) for number in numbers], pa.string())
+        # Sorted by key alone and stably (Arrow's sort is stable): events of equal keys (on other
+        # shards) keep their order. Keys are ASCII digits, so Arrow's byte order is Python's.
+        order = pc.sort_indices(all_keys)
+        sequence = order.to_numpy().tolist()
+        numbers_sorted, keys_sorted = all_numbers.take(order), all_keys.take(order)
+        events = list(map(buffered.__getitem__, sequence))
+        positions = list(map(positions.__getitem__, sequence))
         created = [m if m.tzinfo is UTC else _utc(m) for m in map(_CREATED_AT, events)]
         days = list(map(datetime.date, created))
-        streams = list(map(_STREAM, events))
-        shards = list(map(_SHARD, events))
+        streams = list(map(_STREAM, positions))
+        shards = list(map(_SHARD, positions))
         groups: dict[tuple[date, str, str], list[int]] = {}
         if len(set(days)) == len(set(streams)) == len(set(shards)) == 1:
             groups[days[0], streams[0], shards[0]] = list(range(len(events)))
@@ -408,14 +454,23 @@ class ChangeBuffer:
                 groups.setdefault(group, []).append(index)
         for (day, stream, shard), rows in sorted(groups.items()):
             if len(rows) == len(events):
-                table = self._table(stream, shard, events, keys, created)
+                table = self._table(
+                    stream,
+                    shard,
+                    events,
+                    sequence_numbers=numbers_sorted,
+                    sequence_keys=keys_sorted,
+                    created=created,
+                )
             else:
+                picked = pa.array(rows, pa.int64())
                 table = self._table(
                     stream,
                     shard,
                     [events[i] for i in rows],
-                    [keys[i] for i in rows],
-                    [created[i] for i in rows],
+                    sequence_numbers=numbers_sorted.take(picked),
+                    sequence_keys=keys_sorted.take(picked),
+                    created=[created[i] for i in rows],
                 )
             yield PendingFile(CHANGES, day, table)
 

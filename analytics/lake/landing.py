@@ -91,6 +91,9 @@ class LakeHandler:
     ) -> None:
         self._lake = lake
         self._settings = settings or LakeSettings()
+        # Read once: the bounds are checked for every event (a settings object is frozen).
+        self._flush_rows = self._settings.flush_rows
+        self._flush_seconds = self._settings.flush_seconds
         self._allow = allow_list or default_allow_list()
         self._name = name
         self._monotonic = monotonic
@@ -111,11 +114,19 @@ class LakeHandler:
 
     def add(self, event: StreamEvent) -> None:
         with self._lock:
-            if self._changes.append(event):
-                self.stats.events += 1
-                self._after_append()
-            else:
+            if not self._changes.append(event):
                 self.stats.duplicates_skipped += 1
+                return
+            self.stats.events += 1
+            # `_after_append` written out: this runs for every event, and a call is most of its cost.
+            now = self._monotonic()
+            if self._oldest is None:
+                self._oldest = now
+            if (
+                len(self._changes) + len(self._outcomes) >= self._flush_rows
+                or now - self._oldest >= self._flush_seconds
+            ):
+                self._write_all()
 
     def add_outcome(self, outcome: OutcomeEvent) -> None:
         with self._lock:
@@ -143,9 +154,11 @@ class LakeHandler:
         now = self._monotonic()
         if self._oldest is None:
             self._oldest = now
-        # Called for every event: the two lengths directly, not through the `buffered` property.
-        buffered = len(self._changes) + len(self._outcomes)
-        if buffered >= self._settings.flush_rows or now - self._oldest >= self._settings.flush_seconds:
+        # As `add` checks it (the two lengths directly, not through the `buffered` property).
+        if (
+            len(self._changes) + len(self._outcomes) >= self._flush_rows
+            or now - self._oldest >= self._flush_seconds
+        ):
             self._write_all()
 
     def _write_all(self) -> None:
