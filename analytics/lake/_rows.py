@@ -315,6 +315,7 @@ _EVENT_FIELDS = tuple(
     )
 )
 _CREATED_AT = attrgetter("created_at")
+_TZINFO = attrgetter("tzinfo")
 # Read from a StreamPosition (the buffer's keys), not through the event: no dotted lookup per row.
 _SEQUENCE_NUMBER = attrgetter("sequence_number")
 _STREAM = attrgetter("stream_arn")
@@ -429,12 +430,13 @@ class ChangeBuffer:
         positions = list(self._events)
         buffered = list(self._events.values())
         numbers = list(map(_SEQUENCE_NUMBER, positions))
-        all_numbers = pa.array(numbers, pa.string())
         if _well_formed(numbers):
+            all_numbers = pa.array(numbers, pa.string())
             # `sortable_sequence` of each, by Arrow: the number left-padded with zeros.
             all_keys = pc.utf8_lpad(all_numbers, width=SEQUENCE_WIDTH, padding="0")
         else:  # `sortable_sequence` raises for the first one that is not a sequence number
             all_keys = pa.array([sortable_sequence(number) for number in numbers], pa.string())
+            all_numbers = pa.array(numbers, pa.string())
         # Sorted by key alone and stably (Arrow's sort is stable): events of equal keys (on other
         # shards) keep their order. Keys are ASCII digits, so Arrow's byte order is Python's.
         order = pc.sort_indices(all_keys)
@@ -442,7 +444,10 @@ class ChangeBuffer:
         numbers_sorted, keys_sorted = all_numbers.take(order), all_keys.take(order)
         events = list(map(buffered.__getitem__, sequence))
         positions = list(map(positions.__getitem__, sequence))
-        created = [m if m.tzinfo is UTC else _utc(m) for m in map(_CREATED_AT, events)]
+        created = list(map(_CREATED_AT, events))
+        # The decoder's times are all in UTC (the very object): then there is nothing to convert.
+        if set(map(id, map(_TZINFO, created))) != {id(UTC)}:
+            created = [m if m.tzinfo is UTC else _utc(m) for m in created]
         days = list(map(datetime.date, created))
         streams = list(map(_STREAM, positions))
         shards = list(map(_SHARD, positions))
