@@ -118,15 +118,7 @@ class LakeHandler:
                 self.stats.duplicates_skipped += 1
                 return
             self.stats.events += 1
-            # `_after_append` written out: this runs for every event, and a call is most of its cost.
-            now = self._monotonic()
-            if self._oldest is None:
-                self._oldest = now
-            if (
-                len(self._changes) + len(self._outcomes) >= self._flush_rows
-                or now - self._oldest >= self._flush_seconds
-            ):
-                self._write_all()
+            self._after_append()
 
     def add_outcome(self, outcome: OutcomeEvent) -> None:
         with self._lock:
@@ -154,7 +146,7 @@ class LakeHandler:
         now = self._monotonic()
         if self._oldest is None:
             self._oldest = now
-        # As `add` checks it (the two lengths directly, not through the `buffered` property).
+        # The two lengths directly, not through the `buffered` property: this runs for every event.
         if (
             len(self._changes) + len(self._outcomes) >= self._flush_rows
             or now - self._oldest >= self._flush_seconds
