@@ -113,13 +113,11 @@ def mark_transactions(marks: Mapping[Shard, str]) -> list[Transaction]:
 
 
 def _rows_of(data: pa.Table, stream_column: str, shard_column: str) -> dict[Shard, list[int]]:
-    streams = data[stream_column].to_pylist()
-    shards = data[shard_column].to_pylist()
-    groups: dict[Shard, list[int]] = {}
-    for index, (stream, shard) in enumerate(zip(streams, shards, strict=True)):
-        if stream is not None and shard is not None:
-            groups.setdefault((stream, shard), []).append(index)
-    return groups
+    """`_shards` as Python lists, for the outcomes' planning (which walks its rows one by one)."""
+    return {
+        shard: list(range(data.num_rows)) if rows is None else rows.tolist()
+        for shard, rows in _shards(data, stream_column, shard_column)
+    }
 
 
 def _present(
