@@ -531,9 +531,7 @@ def _finish_parked_work(
 ) -> None:
     """While the consumer runs (it lands the rows they mark Removed): drain the retry queue to empty and
     replay the batches the consumer parked; then wait for the stream's end again."""
-    landing = compose.lake_handler(settings, name="retry-worker-lake")
-    drained = compose.retry_worker(settings, landing).drain(max_seconds=options.timeout_seconds)
-    landing.flush()
+    drained = compose.drain_retry_queue(settings, max_seconds=options.timeout_seconds)
     system.retry_worker = dataclasses.asdict(drained)
     progress(
         f"retry worker: {drained.received} parked cleanup(s) received, {drained.finished} finished, "

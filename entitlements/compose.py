@@ -20,6 +20,7 @@ __all__ = [
     "AWS_TIMEOUTS",
     "SetupMissingError",
     "cleanup_handler",
+    "drain_retry_queue",
     "erasure_worker",
     "handler_registry",
     "lake_eraser",
@@ -78,6 +79,7 @@ from processors.cleanup import (
     DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
     DeleteValve,
+    DrainReport,
     LocalDeletionNotes,
     RetryQueues,
     RetryWorker,
@@ -289,6 +291,21 @@ def retry_worker(
         deletion_notes=clients.deletion_notes,
         valve=DeleteValve.from_settings(settings.cleanup, state_dir=settings.consumer.state_dir),
     )
+
+
+def drain_retry_queue(
+    settings: Settings,
+    *,
+    max_seconds: float,
+    queue_name: str = DEFAULT_RETRY_QUEUE_NAME,
+    name: str = "retry-worker-lake",
+) -> DrainReport:
+    """Finish the parked cleanups: the retry worker's passes until its queue is empty or `max_seconds`
+    ran out, their outcomes flushed to the lake before this returns."""
+    landing = lake_handler(settings, name=name)
+    report = retry_worker(settings, landing, queue_name=queue_name).drain(max_seconds=max_seconds)
+    landing.flush()
+    return report
 
 
 # -- the stream consumer ----------------------------------------------------------------------------

@@ -64,17 +64,18 @@ def retry_worker(
 
     configure_logging()
     settings = load_settings()
-    lake = compose.lake_handler(settings, name="cleanup-retry")
-    worker = compose.retry_worker(settings, lake, queue_name=queue_name)
     if drain:
-        report = worker.drain(max_seconds=max_seconds)
-        lake.flush()
+        report = compose.drain_retry_queue(
+            settings, max_seconds=max_seconds, queue_name=queue_name, name="cleanup-retry"
+        )
         typer.echo(
             f"passes {report.passes}, received {report.received}, finished {report.finished}, "
             f"re-parked {report.reparked}, unreadable {report.malformed}, "
             f"queue {'empty' if report.empty else 'not empty'}"
         )
         raise typer.Exit(0 if report.empty else 1)
+    lake = compose.lake_handler(settings, name="cleanup-retry")
+    worker = compose.retry_worker(settings, lake, queue_name=queue_name)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:

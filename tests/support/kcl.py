@@ -21,7 +21,7 @@ from devstack.kinesis_forwarder import Faults, KinesisForwarder, create_kinesis_
 from devstack.moto_server import MotoServer
 from devstack.streams import read_stream
 from devstack.ttl_emulator import TtlEmulator
-from entitlements.compose import lake_handler, retry_worker, setup_retry_queues
+from entitlements.compose import drain_retry_queue, setup_retry_queues
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
 from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, DrainReport, ensure_retry_queues
@@ -249,11 +249,7 @@ class CleanupStack:
         the shipped retry budget, not the short one this stack gives the consumer (which parks more)."""
         settings = self.consumer.settings
         array = settings.array.model_copy(update={"retry_budget_seconds": RETRY_WORKER_BUDGET_SECONDS})
-        settings = settings.model_copy(update={"array": array})
-        landing = lake_handler(settings, name="retry-worker-lake")
-        report = retry_worker(settings, landing).drain(max_seconds=max_seconds)
-        landing.flush()
-        return report
+        return drain_retry_queue(settings.model_copy(update={"array": array}), max_seconds=max_seconds)
 
 
 @contextmanager
