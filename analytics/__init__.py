@@ -19,6 +19,8 @@ __all__ = [
     "MaintenancePolicy",
     "MaintenanceRunner",
     "NoDataAsOf",
+    "WorkerWriter",
+    "WorkerWriterClient",
     "connect",
     "lake_from_settings",
     "open_lake",
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from analytics.lake.eraser import AnalyticsLakeEraser
     from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner, stable_owner
     from analytics.lake.views import connect
+    from analytics.lake.worker_writer import WorkerWriter, WorkerWriterClient
 
 _HOME = {
     "AnalyticsLakeEraser": "analytics.lake.eraser",
@@ -54,6 +57,8 @@ _HOME = {
     "MaintenancePolicy": "analytics.lake.maintenance",
     "MaintenanceRunner": "analytics.lake.maintenance",
     "NoDataAsOf": "analytics.lake",
+    "WorkerWriter": "analytics.lake.worker_writer",
+    "WorkerWriterClient": "analytics.lake.worker_writer",
     "connect": "analytics.lake.views",
     "lake_from_settings": "analytics.lake",
     "open_lake": "analytics.lake",

@@ -332,6 +332,19 @@ class LakeSettings(BaseModel):
     # after that: the tables' delta.deletedFileRetentionDuration and delta.logRetentionDuration.
     removed_file_retention_hours: int = Field(default=7 * 24, ge=1)
     log_retention_hours: int = Field(default=30 * 24, ge=1)
+    # Who commits the consumer's landing (docs/architecture.md, "Commits at scale"). `worker`: one
+    # writer process beside each KCL worker (JVM) takes every child's flush over a local socket and
+    # lands the flushes that arrive together in one commit per table, so commits/s grow with workers,
+    # not shards. `child`: each child commits its own flushes (one commit per shard per interval).
+    writer: Literal["worker", "child"] = "worker"
+    # The worker writer waits this long after a flush arrives for the other children's (unless all
+    # have sent theirs): a child's flush returns after at most this plus the commit.
+    writer_gather_seconds: float = Field(default=1.0, ge=0, le=30)
+    # A child gives up on the writer's answer after this (its flush fails and is retried: the retry is
+    # planned against the table, so a late commit of the first attempt lands nothing twice).
+    writer_reply_timeout_seconds: float = Field(default=60.0, gt=0)
+    # Set by the daemon for its children (not by hand): the worker writer's address file.
+    worker_writer: Path | None = None
 
 
 class BootstrapSettings(BaseModel):

@@ -26,6 +26,7 @@ __all__ = [
     "lake_eraser",
     "lake_handler",
     "lake_maintenance",
+    "lake_worker_writer",
     "launcher",
     "lease_table_client",
     "record_decoder",
@@ -55,6 +56,8 @@ from analytics import (
     LakeHandler,
     MaintenancePolicy,
     MaintenanceRunner,
+    WorkerWriter,
+    WorkerWriterClient,
     lake_from_settings,
     stable_owner,
 )
@@ -177,10 +180,28 @@ def launcher(settings: Settings) -> tuple[str, Path]:
 
 def lake_handler(settings: Settings, *, name: str = "lake") -> DroppingUsers:
     """The lake's landing as a handler and outcome sink, dropping the events and outcomes of erased
-    accounts (a replay, or a cleanup parked before the erasure)."""
+    accounts (a replay, or a cleanup parked before the erasure). In a KCL child whose daemon runs a
+    worker writer (`lake.worker_writer` set), its flushes are committed by that writer."""
     ledger = ErasureLedger.from_settings(settings)
-    landing = LakeHandler(lake_from_settings(settings), settings.lake, name=name)
+    lake = settings.lake
+    commits = (
+        None
+        if lake.worker_writer is None
+        else WorkerWriterClient(lake.worker_writer, reply_timeout=lake.writer_reply_timeout_seconds)
+    )
+    landing = LakeHandler(lake_from_settings(settings), lake, name=name, commits=commits)
     return DroppingUsers(landing, erased_filter(ledger))
+
+
+def lake_worker_writer(settings: Settings) -> WorkerWriter:
+    """The worker writer process's writer: the flushes of one worker's children, committed to the lake
+    in one commit per table for the flushes that arrive together (docs/architecture.md)."""
+    lake = settings.lake
+    if lake.worker_writer is None:
+        raise SetupMissingError("ENTITLEMENTS_LAKE__WORKER_WRITER must be set for the lake writer")
+    return WorkerWriter(
+        lake_from_settings(settings), lake.worker_writer, gather_seconds=lake.writer_gather_seconds
+    )
 
 
 def lake_maintenance(settings: Settings, *, owner: str, stop: threading.Event) -> threading.Thread | None:

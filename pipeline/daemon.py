@@ -116,6 +116,9 @@ class DaemonSpec:
     # The folder where the children write their shard stats after each commit: a file written there
     # after a start means that run delivered records (the supervisor's backoff resets on it).
     progress_dir: Path | None = None
+    # The lake's worker writer (`python -m entitlements.lake_writer`), run beside the JVM with the same
+    # environment; empty: each child commits its own flushes (`lake.writer = "child"`).
+    writer_command: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(
@@ -151,6 +154,11 @@ class DaemonSpec:
         env["KCL_LOG_BACKUPS"] = str(consumer.kcl_log_backups)
         # The known-benign lines verified only on the local stack are lowered only there.
         env["KCL_LOCAL_STACK"] = str(aws.endpoint_url is not None).lower()
+        writer: tuple[str, ...] = ()
+        if settings.lake.writer == "worker":
+            # The children find the writer (its socket and key) through this owner-only file.
+            env["ENTITLEMENTS_LAKE__WORKER_WRITER"] = str(work_dir / f"lake-writer-{worker_id}.json")
+            writer = (python, "-m", "entitlements.lake_writer")
         return cls(
             java=settings.consumer.java,
             java_options=tuple(shlex.split(settings.consumer.java_options)),
@@ -160,6 +168,7 @@ class DaemonSpec:
             log_path=work_dir / f"daemon-{worker_id}.log",
             children_log_path=work_dir / f"children-{worker_id}.log",
             progress_dir=settings.consumer.state_dir / "stats",
+            writer_command=writer,
         )
 
 
@@ -169,6 +178,7 @@ class KclDaemon:
 
     def __init__(self, spec: DaemonSpec) -> None:
         self._spec = spec
+        self._writer = _Writer(spec) if spec.writer_command else None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._started_ns = 0
@@ -181,6 +191,11 @@ class KclDaemon:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def writer_pid(self) -> int | None:
+        """The lake worker writer's process, when this daemon runs one."""
+        return self._writer.pid if self._writer else None
+
     def start(self) -> None:
         if self.running:
             raise RuntimeError("daemon already running")
@@ -192,6 +207,8 @@ class KclDaemon:
             self._log = os.fdopen(fd, "ab")
             stderr = self._log
         kcl_log = self._spec.log_path or self._spec.properties_path.parent / "kcl.log"
+        if self._writer is not None:
+            self._writer.start()  # before the JVM: its children's first flush finds it
         self._started_ns = time.time_ns()
         self._process = subprocess.Popen(
             [
@@ -210,7 +227,8 @@ class KclDaemon:
         logger.info("daemon started", extra={"pid": self._process.pid, "kcl_log": str(kcl_log)})
 
     def stop(self, timeout: float = 60.0) -> int | None:
-        """SIGTERM: the launcher shuts down gracefully and processors checkpoint what they flushed."""
+        """SIGTERM: the launcher shuts down gracefully and processors checkpoint what they flushed;
+        then the lake writer, which their last flushes went through, stops."""
         if self._process is None:
             return None
         if self.running:
@@ -222,9 +240,12 @@ class KclDaemon:
             return self._process.wait()
         finally:
             self._close_log()
+            if self._writer is not None:
+                self._writer.stop()
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: a crash, with no chance to checkpoint."""
+        """SIGKILL the whole process group: a crash, with no chance to checkpoint. The lake writer is
+        a process of its own, like a sidecar: it goes on serving the children of the next start."""
         if self._process is not None and self.running:
             os.killpg(self._process.pid, signal.SIGKILL)
             self._process.wait()
@@ -250,6 +271,74 @@ class KclDaemon:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+class _Writer:
+    """The lake worker writer beside the JVM: started with it, restarted (after a second) whenever it
+    exits while the daemon runs, stopped after the JVM. In its own session, so a kill of the JVM's
+    process group leaves it, and its log lines go where the children's go."""
+
+    def __init__(self, spec: DaemonSpec) -> None:
+        self._spec = spec
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._keeper: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> None:
+        with self._lock:
+            self._stopping.clear()
+            if self._process is None or self._process.poll() is not None:
+                self._launch()
+            if self._keeper is None or not self._keeper.is_alive():
+                self._keeper = threading.Thread(target=self._keep, name="lake-writer-keeper", daemon=True)
+                self._keeper.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        with self._lock:
+            process = self._process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _launch(self) -> None:
+        log = self._spec.children_log_path
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if log is not None else None
+        try:
+            self._process = subprocess.Popen(
+                list(self._spec.writer_command),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=fd,
+                env={**os.environ, **self._spec.environment},
+                start_new_session=True,
+            )
+        finally:
+            if fd is not None:
+                os.close(fd)
+        logger.info("lake writer started", extra={"pid": self._process.pid})
+
+    def _keep(self) -> None:
+        while not self._stopping.is_set():
+            process = self._process
+            if process is not None and process.poll() is not None:
+                logger.warning("lake writer exited; restarting it", extra={"exit_code": process.returncode})
+                if self._stopping.wait(1.0):
+                    return
+                with self._lock:
+                    if not self._stopping.is_set():
+                        self._launch()
+            self._stopping.wait(0.2)
 
 
 class Supervised(Protocol):

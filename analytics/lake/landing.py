@@ -29,6 +29,10 @@ planned again on the newest version. Outcomes do the same with their source shar
 `outcomes` table (identity: outcome_id, or (source event, final) for a final outcome; the first
 final outcome committed for an expiry stands), and outcomes with no source event are looked up by
 outcome_id. The checkpoint still only follows a flush, so it never passes what is committed.
+
+Where the commit runs: here (`analytics.lake._commits.TableCommits`), or, for a KCL child, in its
+worker's writer process, which lands the flushes of the worker's children that arrive together in one
+commit per table and answers each flush once that commit returned (`analytics.lake.worker_writer`).
 """
 
 from __future__ import annotations
@@ -42,15 +46,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError
 
-from analytics.lake._delta import Prepared, append, open_table
-from analytics.lake._files import TABLES, ensure_layout
+from analytics.lake._commits import Commits, TableCommits
 from analytics.lake._filesystem import Lake
-from analytics.lake._high_water import Plan, plan_changes, plan_outcomes
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
-from analytics.lake._schema import CHANGES, OUTCOMES, PARTITION_COLUMN, AllowList, default_allow_list
+from analytics.lake._schema import CHANGES, OUTCOMES, AllowList, default_allow_list
 from config import LakeSettings
 from pipeline.events import StreamEvent
 from schema.errors import RecordContext, RetryableError
@@ -77,7 +77,9 @@ class LakeHandler:
 
     `settings.flush_rows` and `settings.flush_seconds` bound what is buffered between the processor's
     flushes; `allow_list` defaults to `schema/lake_allow_list.json`; `monotonic` is the clock for the
-    interval (injectable for tests). Thread-safe: outcomes may arrive from other threads.
+    interval (injectable for tests); `commits` where a flush is committed (default: in this process; a
+    KCL child's goes to its worker's writer, `analytics.lake.worker_writer`). Thread-safe: outcomes may
+    arrive from other threads.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class LakeHandler:
         allow_list: AllowList | None = None,
         name: str = "lake",
         monotonic: Callable[[], float] = time.monotonic,
+        commits: Commits | None = None,
     ) -> None:
         self._lake = lake
         self._settings = settings or LakeSettings()
@@ -101,7 +104,7 @@ class LakeHandler:
         self._outcomes = OutcomeBuffer()
         self._oldest: float | None = None
         self._lock = threading.RLock()
-        self._tables: dict[str, DeltaTable] | None = None
+        self._commits = commits or TableCommits(lake, self._allow)
         self.stats = LandingStats()
 
     @property
@@ -156,74 +159,24 @@ class LakeHandler:
     def _write_all(self) -> None:
         if not self.buffered:
             return
-        commits = self.stats.files_written
-        rows = self.stats.rows_written
-        for dataset, buffer in ((CHANGES, self._changes), (OUTCOMES, self._outcomes)):
-            pending = list(buffer.files())
-            if not pending:
-                continue
-            try:
-                if self._tables is None:
-                    self._tables = ensure_layout(self._lake, self._allow)
-                # `append` reopens a table whose snapshot an erasure's clean-up took away and commits.
-                self._write(dataset, pending)
-            except (OSError, pa.ArrowException, DeltaError) as error:
-                # This table's buffer is kept (a table committed before it is not written again), and
-                # the tables are opened afresh by the retry (an erasure may have cleaned the log this
-                # handler's open version was read from).
-                self._tables = None
-                raise RetryableError(
-                    f"lake commit failed ({type(error).__name__})", context=self._context(pending)
-                ) from error
-            buffer.clear()
+        buffers: dict[str, ChangeBuffer | OutcomeBuffer] = {CHANGES: self._changes, OUTCOMES: self._outcomes}
+        pending = [(dataset, parts) for dataset, buffer in buffers.items() if (parts := list(buffer.files()))]
+        report = self._commits.commit(pending)
+        # A table committed is not written again by the retry; the failed one keeps its buffer.
+        for dataset in report.committed:
+            buffers[dataset].clear()
+        self.stats.files_written += report.commits
+        self.stats.rows_written += report.rows_written
+        self.stats.replays_dropped += report.replays_dropped
+        if report.failed is not None:
+            raise RetryableError(
+                f"lake commit failed ({report.error})", context=self._context(dict(pending)[report.failed])
+            )
         self.stats.flushes += 1
-        logger.debug(
-            "lake flush",
-            extra={
-                "commits": self.stats.files_written - commits,
-                "rows": self.stats.rows_written - rows,
-            },
-        )
+        logger.debug("lake flush", extra={"commits": report.commits, "rows": report.rows_written})
         self._oldest = None
         # Hand Arrow's freed buffers back to the system: a long run keeps the footprint of a short one.
         pa.default_memory_pool().release_unused()
-
-    def _write(self, dataset: str, pending: list[PendingFile]) -> None:
-        """One commit of every pending part of `dataset`, each row with its partition day, less the
-        rows already in the table (none when every row was there)."""
-        assert self._tables is not None
-        parts = [
-            item.table.append_column(
-                pa.field(PARTITION_COLUMN, pa.date32()),
-                pa.repeat(pa.scalar(item.day, pa.date32()), item.table.num_rows),
-            )
-            for item in pending
-        ]
-        table = self._tables[dataset]
-        plan_rows = plan_changes if dataset == CHANGES else plan_outcomes
-        planned: list[Plan] = []
-
-        def prepare(current: DeltaTable) -> Prepared:
-            # Planned again on every attempt: against the version that attempt writes on.
-            plan = plan_rows(current, data)
-            planned.append(plan)
-            return plan.data, plan.transactions
-
-        data = pa.concat_tables(parts)
-        version = append(
-            self._lake, table, dataset, data, partition_by=TABLES[dataset].partition_by, prepare=prepare
-        )
-        self.stats.replays_dropped += planned[-1].dropped
-        written = int(planned[-1].data.num_rows)
-        if written:
-            self.stats.files_written += 1
-            self.stats.rows_written += written
-        if table.version() != version:
-            # The commit went through a reopened table (an erasure cleaned this one's log away): the
-            # next flush starts from the new one, not from a snapshot that is gone.
-            fresh = open_table(self._lake, dataset)
-            if fresh is not None:
-                self._tables[dataset] = fresh
 
     @staticmethod
     def _context(pending: list[PendingFile]) -> RecordContext:

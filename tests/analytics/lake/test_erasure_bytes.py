@@ -16,7 +16,7 @@ from deltalake.exceptions import DeltaError
 
 from analytics import AnalyticsLakeEraser
 from analytics.lake import Lake, LakeHandler, compact, purge_users, snapshot, snapshot_as_of
-from analytics.lake import landing as landing_module
+from analytics.lake import _commits as commits_module
 from analytics.lake._delta import delete_rows, open_table
 from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake._traces import table_files
@@ -92,7 +92,7 @@ def _failed_landing(lake: Lake, sim: TableSim, monkeypatch: pytest.MonkeyPatch) 
     """A landing whose commit fails after writing its data files (the erased user's events, replayed);
     returns those files, lake-relative. The replay lands without the high-water marks' plan, which would
     otherwise drop every event as already landed and leave nothing to commit."""
-    monkeypatch.setattr(landing_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
     written = failing_commits(monkeypatch, lake)
     handler = LakeHandler(lake, LakeSettings(flush_rows=10**6))
     for event in sim.events:

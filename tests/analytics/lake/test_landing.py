@@ -20,6 +20,7 @@ from analytics.lake import (
     default_allow_list,
     purge_users,
 )
+from analytics.lake._commits import TableCommits
 from analytics.lake._delta import open_table
 from analytics.lake.views import connect
 from config import LakeSettings
@@ -167,15 +168,15 @@ def test_a_failed_write_raises_retryable_and_keeps_the_buffer(
     for event in history.events[:20]:
         handler.add(event)
     calls = {"n": 0}
-    real = LakeHandler._write
+    real = TableCommits._write
 
-    def failing(self: LakeHandler, dataset: str, pending: object) -> None:
+    def failing(self: TableCommits, dataset: str, pending: object) -> tuple[int, int]:
         calls["n"] += 1
         if calls["n"] == 1:
             raise OSError("disk full")
-        real(self, dataset, pending)  # type: ignore[arg-type]
+        return real(self, dataset, pending)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(LakeHandler, "_write", failing)
+    monkeypatch.setattr(TableCommits, "_write", failing)
     with pytest.raises(RetryableError):
         handler.flush()
     assert handler.buffered == 20

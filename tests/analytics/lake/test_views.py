@@ -18,7 +18,7 @@ import pytest
 from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
 from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake, snapshot
-from analytics.lake import landing as landing_module
+from analytics.lake import _commits as commits_module
 from analytics.lake._delta import open_table
 from analytics.lake._duck import delta_extension_path, literal
 from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, ensure_layout
@@ -340,7 +340,7 @@ def test_only_files_that_overlap_another_are_deduplicated(
     replay_of.events = history.events[40:90]
     # The replay lands without the high-water marks' plan (as a lake landed before them holds
     # replays), with other batch boundaries over the same events.
-    monkeypatch.setattr(landing_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
     _land(lake, replay_of, flush_rows=7)
     con = connect(lake)
     overlapping = con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall()[0][0]
