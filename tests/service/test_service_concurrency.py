@@ -59,6 +59,11 @@ class Stack:
     dynamodb: Any
     table_name: str
     urls: list[str]
+    # One client for every request of the module: httpx.post builds a Client per call, and each
+    # Client loads the CA bundle into a new SSL context (about 45 ms CPU, unused on http://), which over
+    # the module's ~550 requests was more than half its CPU. A Client is safe to share between threads; its
+    # pool (limits below) opens a connection per request in flight, so a burst still arrives at once.
+    http: httpx.Client
 
 
 def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -72,13 +77,13 @@ def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]
         )
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, http: httpx.Client) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"entitlements serve exited: {log.read_text()[-2000:]}")
         try:
-            if httpx.get(f"{url}/stats", timeout=2).status_code == 200:
+            if http.get(f"{url}/stats", timeout=2).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -104,18 +109,24 @@ def stack(moto_endpoint: str, dynamodb: Any, tmp_path_factory: pytest.TempPathFa
         }
         processes: list[subprocess.Popen[bytes]] = []
         urls: list[str] = []
+        # More connections than the largest burst (32), so no request waits for one.
+        http = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
         try:
+            logs: list[Path] = []
             for index in range(2):
                 port = _free_port()
                 # Each process lands its outcomes in a lake of its own (they are not what is checked).
                 env = {**base, "ENTITLEMENTS_LAKE__ROOT": str(state / f"lake-{index}")}
                 env.pop("ENTITLEMENTS_METRICS__SERVICE_PORT", None)
-                log = state / f"serve-{index}.log"
-                processes.append(_serve(env, port, log))
+                logs.append(state / f"serve-{index}.log")
+                processes.append(_serve(env, port, logs[-1]))
                 urls.append(f"http://127.0.0.1:{port}")
-                _wait_ready(urls[-1], processes[-1], log)
-            yield Stack(world, dynamodb, table_name, urls)
+            # Both started before either is waited for: their start-ups overlap.
+            for url, process, log in zip(urls, processes, logs, strict=True):
+                _wait_ready(url, process, log, http)
+            yield Stack(world, dynamodb, table_name, urls, http)
         finally:
+            http.close()
             for process in processes:
                 process.terminate()
             for process in processes:
@@ -166,9 +177,9 @@ def _prepare(stack: Stack, user: str, kind: str) -> None:
     """The state each kind acts on: nothing for a signup, an Active row, or a cancelled one."""
     if kind == "signup":
         return
-    assert httpx.post(f"{stack.urls[0]}/{user}/signup", timeout=30).status_code == 201
+    assert stack.http.post(f"{stack.urls[0]}/{user}/signup", timeout=30).status_code == 201
     if kind == "reactivation":
-        assert httpx.post(f"{stack.urls[0]}/{user}/cancellation", timeout=30).status_code == 200
+        assert stack.http.post(f"{stack.urls[0]}/{user}/cancellation", timeout=30).status_code == 200
 
 
 def _burst(
@@ -188,7 +199,7 @@ def _burst(
 
     def send(index: int, route: str) -> tuple[str, int, dict[str, Any]]:
         url = stack.urls[index % processes]
-        answer = httpx.post(f"{url}/{user}/{route}", timeout=60)
+        answer = stack.http.post(f"{url}/{user}/{route}", timeout=60)
         return route, answer.status_code, answer.json()
 
     with ThreadPoolExecutor(max_workers=len(routes)) as pool:
