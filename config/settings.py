@@ -39,7 +39,7 @@ import importlib.util
 import os
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -245,6 +245,23 @@ class SourceSettings(BaseModel):
     # The Kinesis stream's retention period as set on the stream (Kinesis: 24 h by default, 24 to 8,760
     # h): how long its records keep an erased user's data; the erasure receipt names it (kind kinesis).
     retention_hours: int = Field(default=24, ge=24, le=8760)
+    # The switch-over's handover time H (docs/operations/sources.md, "Switch-over"): set on both
+    # consumers, the DynamoDB stream's hands on only changes created before it and the Kinesis one only
+    # those at or after it. A whole second in UTC, because the DynamoDB stream's time is whole seconds
+    # (rounded down): then `t < H` is the same test on either source's time of one change. Unset: no
+    # handover, every change is handed on.
+    handover_at: datetime | None = None
+
+    @field_validator("handover_at")
+    @classmethod
+    def _whole_utc_second(cls, at: datetime | None) -> datetime | None:
+        if at is None:
+            return None
+        if at.tzinfo is None or at.utcoffset() is None:
+            raise PydanticCustomError("handover_at_zone", "must name its time zone (Z or +00:00)")
+        if at.microsecond:
+            raise PydanticCustomError("handover_at_second", "must be a whole second")
+        return at.astimezone(UTC)
 
     @field_validator("stream_arn")
     @classmethod

@@ -26,6 +26,7 @@ __all__ = [
     "Handler",
     "HandlerRegistry",
     "HandlerRetryPolicy",
+    "Handover",
     "ItemOrder",
     "JournalHandler",
     "KclDaemon",
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
     )
     from pipeline.filtering import DroppingUsers
     from pipeline.handlers import Handler, HandlerRegistry
+    from pipeline.handover import Handover
     from pipeline.item_order import ItemOrder
     from pipeline.journal import JournalHandler
     from pipeline.lanes import Lanes, Position, Ticket, TicketState, item_key
@@ -123,6 +125,7 @@ _HOME = {
     "Handler": "pipeline.handlers",
     "HandlerRegistry": "pipeline.handlers",
     "HandlerRetryPolicy": "pipeline.shard_consumer",
+    "Handover": "pipeline.handover",
     "ItemOrder": "pipeline.item_order",
     "JournalHandler": "pipeline.journal",
     "KclDaemon": "pipeline.daemon",

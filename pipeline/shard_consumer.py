@@ -79,7 +79,7 @@ from pipeline._stored_records import safe_name
 from pipeline.dead_letter import DeadLetters
 from pipeline.events import StreamEvent
 from pipeline.handlers import Handler, HandlerRegistry
-from pipeline.item_order import ItemOrder
+from pipeline.handover import ReadResolver
 from pipeline.lanes import LanedHandler, Position
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
@@ -203,10 +203,11 @@ class ShardConsumer:
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         settle_seconds: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
-        item_order: ItemOrder | None = None,
+        item_order: ReadResolver | None = None,
     ) -> None:
         self._stream_arn = stream_arn
-        # A source without per-item order or exactly-once delivery (Kinesis): each read resolved first.
+        # A source without per-item order or exactly-once delivery (Kinesis), or a switch-over's
+        # handover (pipeline.handover): each read resolved first.
         self._item_order = item_order
         # The order is fixed here, so a registry that names an unknown sink fails at build time.
         self._order = handlers.ordered()
