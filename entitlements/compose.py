@@ -70,6 +70,7 @@ from pipeline import (
     DroppingUsers,
     HandlerRegistry,
     HandlerRetryPolicy,
+    Handover,
     ItemOrder,
     JournalHandler,
     KinesisSource,
@@ -361,9 +362,14 @@ def shard_consumer(settings: Settings) -> ShardConsumer:
     if stream_arn is None:
         raise SetupMissingError("ENTITLEMENTS_CONSUMER__STREAM_ARN must be set for the KCL child")
     private_dir(consumer.state_dir)  # quarantine, parked work, dead letters, stats: they hold user ids
+    order: ItemOrder | Handover | None = ItemOrder(memory=source.duplicate_memory) if kinesis else None
+    if source.handover_at is not None:  # a switch-over: hand on only this source's side of H
+        stats = consumer.state_dir / "handover"
+        at = source.handover_at
+        order = Handover(at=at, keep="from" if kinesis else "before", inner=order, stats_dir=stats)
     return ShardConsumer(
         stream_arn=stream_arn,
-        item_order=ItemOrder(memory=source.duplicate_memory) if kinesis else None,
+        item_order=order,
         handlers=handler_registry(settings),
         decode=record_decoder(settings),
         quarantine=Quarantine(consumer.quarantine_dir),
