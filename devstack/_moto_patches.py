@@ -91,6 +91,28 @@ comment), so a page is cut no later than AWS would cut it. Nothing else on the r
 GetShardIterator, DescribeStream, ListStreams) is patched: `tests/devstack/test_moto_patches_page_cap.py`
 checks that every function on it is moto's own after every install. Relies on `StreamShard.get(self,
 start, quantity)` returning the records' dicts with `dynamodb.SizeBytes`.
+
+`install_kinesis_resharding()`: moto's Kinesis SplitShard empties the parent and puts its records again
+by their keys, which its routing sends back into the parent (it takes the first shard whose hash range
+holds the key, closed or not), and so does every later put: the children never receive a record. Its
+MergeShards copies both parents' records into the child (each a second copy on another shard) and later
+puts again go to the closed parents. And a closed shard never ends: its GetRecords always hands a next
+iterator, so a KCL reader never reaches SHARD_END and never starts the children. Kinesis does none of
+this ("the parent shard ... records that were put before the split stay in it ... after the reshard,
+records are written to the child shards"; GetRecords "NextShardIterator: if set to null, the shard has
+been closed and the requested iterator does not return any more data", Kinesis Data Streams developer
+guide and API reference). The patch keeps the parents' records out of sight during moto's own split and
+merge (moto moves nothing; the parents keep their records and close), routes a put to the open shard
+whose range holds its hash key (inclusive, as Kinesis's ranges are), and answers a read of a closed
+shard that returns no record at or past its last record with no next iterator. Relies on
+`moto.kinesis.models.Stream.split_shard(self, shard_to_split, new_starting_hash_key)`,
+`Stream.merge_shards(self, shard_to_merge, adjacent_shard_to_merge)`, `Stream.get_shard_for_key(self,
+partition_key, explicit_hash_key)` (the md5 of the partition key, or the explicit hash key),
+`Stream.shards`, `Stream.get_shard`, `Shard.records`, `is_open`, `starting_hash`, `ending_hash`,
+`get_max_sequence_number`, and `KinesisBackend.get_records(self, stream_arn, shard_iterator, limit)`
+returning (next iterator, records, millis behind) with the iterator's last sequence number in it
+(`moto.kinesis.utils.decompose_shard_iterator`). moto's merge checks adjacency only with the lower
+shard named first. Tested in `tests/devstack/test_moto_patches_kinesis_resharding.py`.
 """
 
 from __future__ import annotations
@@ -103,6 +125,7 @@ __all__ = [
     "UnsupportedMotoVersion",
     "as_ttl_service",
     "check_moto_supported",
+    "install_kinesis_resharding",
     "install_page_cap",
     "install_query_cost",
     "install_sqs_receive_cost",
@@ -120,10 +143,12 @@ __all__ = [
 import contextlib
 import copy
 import functools
+import hashlib
 import heapq
 import importlib.metadata
 import inspect
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from types import ModuleType
@@ -134,6 +159,10 @@ from moto.core.utils import unix_time
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
+from moto.kinesis.models import KinesisBackend
+from moto.kinesis.models import Shard as KinesisShard
+from moto.kinesis.models import Stream as KinesisStream
+from moto.kinesis.utils import decompose_shard_iterator
 from moto.sqs.models import Queue, SQSBackend
 
 from schema.errors import TerminalError
@@ -614,3 +643,96 @@ def install_page_cap() -> None:
 
         setattr(get, _PAGE_MARKER, True)
         StreamShard.get = get  # type: ignore[method-assign]
+
+
+_RESHARD_MARKER = "_entitlements_kinesis_resharding"
+
+
+def _hash_of(partition_key: str, explicit_hash_key: str | None) -> int:
+    """The 128-bit hash key Kinesis routes a record by, as moto computes it."""
+    if explicit_hash_key:
+        return int(explicit_hash_key)
+    return int(hashlib.md5(partition_key.encode("utf-8")).hexdigest(), 16)  # noqa: S324 (Kinesis's rule)
+
+
+def install_kinesis_resharding() -> None:
+    """Make moto's Kinesis SplitShard and MergeShards behave as Kinesis does (see the module docstring).
+    Idempotent; process-wide."""
+    check_moto_supported()
+    with _install_lock:
+        if getattr(KinesisStream.split_shard, _RESHARD_MARKER, False):
+            return
+        expected: dict[Any, list[str]] = {
+            KinesisStream.split_shard: ["self", "shard_to_split", "new_starting_hash_key"],
+            KinesisStream.merge_shards: ["self", "shard_to_merge", "adjacent_shard_to_merge"],
+            KinesisStream.get_shard_for_key: ["self", "partition_key", "explicit_hash_key"],
+            KinesisBackend.get_records: ["self", "stream_arn", "shard_iterator", "limit"],
+        }
+        for function, parameters in expected.items():
+            if list(inspect.signature(function).parameters) != parameters:
+                raise UnsupportedMotoVersion(f"moto's {function.__qualname__} is not the one relied on")
+        split, merge = KinesisStream.split_shard, KinesisStream.merge_shards
+        route, read = KinesisStream.get_shard_for_key, KinesisBackend.get_records
+
+        @contextlib.contextmanager
+        def records_kept(stream: KinesisStream, *shard_ids: str) -> Iterator[None]:
+            # moto's split re-puts the parent's records and its merge copies both parents' into the
+            # child: with the parents' records out of sight for the call, it moves nothing.
+            parents = [stream.shards[shard_id] for shard_id in shard_ids if shard_id in stream.shards]
+            kept = [parent.records for parent in parents]
+            for parent in parents:
+                parent.records = OrderedDict()
+            try:
+                yield
+            finally:
+                for parent, records in zip(parents, kept, strict=True):
+                    parent.records = records
+
+        @functools.wraps(split)
+        def split_shard(self: KinesisStream, shard_to_split: str, new_starting_hash_key: str) -> None:
+            with records_kept(self, shard_to_split):
+                split(self, shard_to_split, new_starting_hash_key)
+
+        @functools.wraps(merge)
+        def merge_shards(self: KinesisStream, shard_to_merge: str, adjacent_shard_to_merge: str) -> None:
+            with records_kept(self, shard_to_merge, adjacent_shard_to_merge):
+                merge(self, shard_to_merge, adjacent_shard_to_merge)
+
+        @functools.wraps(route)
+        def get_shard_for_key(
+            self: KinesisStream, partition_key: str, explicit_hash_key: str
+        ) -> KinesisShard | None:
+            found = route(self, partition_key, explicit_hash_key)  # moto's checks of the key
+            if found is None or found.is_open:
+                return found
+            # moto took the first shard whose range holds the key, a closed parent included.
+            key = _hash_of(partition_key, explicit_hash_key)
+            return next(
+                (
+                    shard
+                    for shard in self.shards.values()
+                    if shard.is_open and shard.starting_hash <= key <= shard.ending_hash
+                ),
+                None,
+            )
+
+        @functools.wraps(read)
+        def get_records(
+            self: KinesisBackend, stream_arn: str | None, shard_iterator: str, limit: int | None
+        ) -> tuple[str | None, list[Any], int]:
+            next_iterator, records, behind = read(self, stream_arn, shard_iterator, limit)
+            stream_name, shard_id, last = decompose_shard_iterator(next_iterator)
+            stream = self.describe_stream(stream_arn=stream_arn, stream_name=stream_name)
+            shard = stream.get_shard(shard_id)
+            # A closed shard read to its end has no next iterator: how a reader learns it ended.
+            if not records and not shard.is_open and int(last) >= shard.get_max_sequence_number():
+                return None, records, behind
+            return next_iterator, records, behind
+
+        wrappers: tuple[Any, ...] = (split_shard, merge_shards, get_shard_for_key, get_records)
+        for function in wrappers:
+            setattr(function, _RESHARD_MARKER, True)
+        KinesisStream.split_shard = split_shard  # type: ignore[method-assign]
+        KinesisStream.merge_shards = merge_shards  # type: ignore[method-assign]
+        KinesisStream.get_shard_for_key = get_shard_for_key  # type: ignore[method-assign]
+        KinesisBackend.get_records = get_records  # type: ignore[method-assign, assignment]

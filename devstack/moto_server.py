@@ -15,7 +15,8 @@ and every transaction copies the whole table. And `install_stream_fidelity()`: a
 changes nothing writes no stream record, as in AWS (docs/local-stack.md). And `install_sqs_send_cost()`:
 an SQS send costs what it sends, not the depth of the queue, and `install_sqs_receive_cost()`: a receive
 what it returns. And `install_query_cost()`: a Query of a table reads its partition, not every item.
-And `install_page_cap()`: a GetRecords page stops at 1 MB, as in AWS.
+And `install_page_cap()`: a GetRecords page stops at 1 MB, as in AWS. And `install_kinesis_resharding()`:
+a Kinesis split or merge moves no record, later puts go to the open children and a closed shard ends.
 
 Each serialised call's service time (inside the lock, so no wait for it) is kept in `service_times`
 (the last `SERVICE_LOG_CALLS` calls: the action, when it began being served, how long it was served,
@@ -50,6 +51,7 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 from devstack._moto_patches import (
+    install_kinesis_resharding,
     install_page_cap,
     install_query_cost,
     install_sqs_receive_cost,
@@ -176,6 +178,7 @@ class MotoServer:
         install_sqs_receive_cost()  # and a receive what it returns
         install_query_cost()  # a Query of a table costs its partition, not the table
         install_page_cap()  # a GetRecords page stops at 1 MB, as in AWS
+        install_kinesis_resharding()  # a split or merge moves no record; children get the new ones
         install_faithful_export()  # ExportTableToPointInTime: a snapshot under the lock, AWS's layout
         self.dynamodb_lock = threading.RLock()
         # The serialised calls' service times, newest last (see the module docstring).
