@@ -104,15 +104,19 @@ been closed and the requested iterator does not return any more data", Kinesis D
 guide and API reference). The patch keeps the parents' records out of sight during moto's own split and
 merge (moto moves nothing; the parents keep their records and close), routes a put to the open shard
 whose range holds its hash key (inclusive, as Kinesis's ranges are), and answers a read of a closed
-shard that returns no record at or past its last record with no next iterator. Relies on
+shard that returns no record at or past its last record with no next iterator and with its children
+(`ChildShards`: id, parents, hash range, as Kinesis answers; KCL 3 refuses a shard end without them and
+retries the read for ever: "GetRecords response is not valid"). Relies on
 `moto.kinesis.models.Stream.split_shard(self, shard_to_split, new_starting_hash_key)`,
 `Stream.merge_shards(self, shard_to_merge, adjacent_shard_to_merge)`, `Stream.get_shard_for_key(self,
 partition_key, explicit_hash_key)` (the md5 of the partition key, or the explicit hash key),
 `Stream.shards`, `Stream.get_shard`, `Shard.records`, `is_open`, `starting_hash`, `ending_hash`,
 `get_max_sequence_number`, and `KinesisBackend.get_records(self, stream_arn, shard_iterator, limit)`
 returning (next iterator, records, millis behind) with the iterator's last sequence number in it
-(`moto.kinesis.utils.decompose_shard_iterator`). moto's merge checks adjacency only with the lower
-shard named first. Tested in `tests/devstack/test_moto_patches_kinesis_resharding.py`.
+(`moto.kinesis.utils.decompose_shard_iterator`), `KinesisResponse.get_records(self)` returning an
+`ActionResult` whose `result` is the answer's dict, `Shard.parent`, `Shard.adjacent_parent`. moto's
+merge checks adjacency only with the lower shard named first. Tested in
+`tests/devstack/test_moto_patches_kinesis_resharding.py`.
 """
 
 from __future__ import annotations
@@ -162,6 +166,7 @@ from moto.dynamodb.models.table import StreamShard, Table
 from moto.kinesis.models import KinesisBackend
 from moto.kinesis.models import Shard as KinesisShard
 from moto.kinesis.models import Stream as KinesisStream
+from moto.kinesis.responses import KinesisResponse
 from moto.kinesis.utils import decompose_shard_iterator
 from moto.sqs.models import Queue, SQSBackend
 
@@ -667,12 +672,14 @@ def install_kinesis_resharding() -> None:
             KinesisStream.merge_shards: ["self", "shard_to_merge", "adjacent_shard_to_merge"],
             KinesisStream.get_shard_for_key: ["self", "partition_key", "explicit_hash_key"],
             KinesisBackend.get_records: ["self", "stream_arn", "shard_iterator", "limit"],
+            KinesisResponse.get_records: ["self"],
         }
         for function, parameters in expected.items():
             if list(inspect.signature(function).parameters) != parameters:
                 raise UnsupportedMotoVersion(f"moto's {function.__qualname__} is not the one relied on")
         split, merge = KinesisStream.split_shard, KinesisStream.merge_shards
         route, read = KinesisStream.get_shard_for_key, KinesisBackend.get_records
+        answer_read = KinesisResponse.get_records
 
         @contextlib.contextmanager
         def records_kept(stream: KinesisStream, *shard_ids: str) -> Iterator[None]:
@@ -729,10 +736,41 @@ def install_kinesis_resharding() -> None:
                 return None, records, behind
             return next_iterator, records, behind
 
-        wrappers: tuple[Any, ...] = (split_shard, merge_shards, get_shard_for_key, get_records)
+        @functools.wraps(answer_read)
+        def answer_get_records(self: KinesisResponse) -> Any:
+            answer = answer_read(self)
+            body = answer.result
+            # At a shard's end Kinesis names its children (KCL refuses an end without them).
+            if isinstance(body, dict) and body.get("NextShardIterator") is None:
+                stream_name, shard_id, _ = decompose_shard_iterator(self._get_param("ShardIterator"))
+                stream = self.kinesis_backend.describe_stream(
+                    stream_arn=self._get_param("StreamARN"), stream_name=stream_name
+                )
+                body["ChildShards"] = [
+                    {
+                        "ShardId": child.shard_id,
+                        "ParentShards": [p for p in (child.parent, child.adjacent_parent) if p],
+                        "HashKeyRange": {
+                            "StartingHashKey": str(child.starting_hash),
+                            "EndingHashKey": str(child.ending_hash),
+                        },
+                    }
+                    for child in stream.shards.values()
+                    if shard_id in (child.parent, child.adjacent_parent)
+                ]
+            return answer
+
+        wrappers: tuple[Any, ...] = (
+            split_shard,
+            merge_shards,
+            get_shard_for_key,
+            get_records,
+            answer_get_records,
+        )
         for function in wrappers:
             setattr(function, _RESHARD_MARKER, True)
         KinesisStream.split_shard = split_shard  # type: ignore[method-assign]
         KinesisStream.merge_shards = merge_shards  # type: ignore[method-assign]
         KinesisStream.get_shard_for_key = get_shard_for_key  # type: ignore[method-assign]
         KinesisBackend.get_records = get_records  # type: ignore[method-assign, assignment]
+        KinesisResponse.get_records = answer_get_records  # type: ignore[method-assign]

@@ -46,6 +46,13 @@ def _shards(kinesis: Any, name: str) -> dict[str, dict[str, Any]]:
 
 def _read(kinesis: Any, name: str, shard_id: str) -> tuple[list[str], bool]:
     """Every record of the shard from its start, and whether the shard ended (no next iterator)."""
+    data, children = _read_to_end(kinesis, name, shard_id)
+    return data, children is not None
+
+
+def _read_to_end(kinesis: Any, name: str, shard_id: str) -> tuple[list[str], list[dict[str, Any]] | None]:
+    """Every record of the shard from its start, and the children the read's end named (None: the
+    shard did not end)."""
     iterator = kinesis.get_shard_iterator(
         StreamName=name, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
     )["ShardIterator"]
@@ -55,9 +62,9 @@ def _read(kinesis: Any, name: str, shard_id: str) -> tuple[list[str], bool]:
         data.extend(record["Data"].decode() for record in page["Records"])
         iterator = page.get("NextShardIterator")
         if iterator is None:
-            return data, True
+            return data, page.get("ChildShards", [])
         if not page["Records"]:
-            return data, False
+            return data, None
     raise AssertionError("the shard kept answering records")
 
 
@@ -83,6 +90,28 @@ def test_a_split_parent_keeps_its_records_and_ends(kinesis: Any) -> None:
     data, ended = _read(kinesis, name, parent)
     assert data == [label for label, shard in before.items() if shard == parent]
     assert ended
+
+
+def test_a_split_parents_end_names_its_children_as_kinesis_does(kinesis: Any) -> None:
+    name = _stream(kinesis, 2)
+    parent, children = _split_first(kinesis, name)
+    _, named = _read_to_end(kinesis, name, parent)
+    shards = _shards(kinesis, name)
+    assert named == [
+        {"ShardId": child, "ParentShards": [parent], "HashKeyRange": shards[child]["HashKeyRange"]}
+        for child in children
+    ]
+
+
+def test_a_merged_pairs_ends_name_the_one_child_with_both_parents(kinesis: Any) -> None:
+    name = _stream(kinesis, 2)
+    lower, upper = sorted(_shards(kinesis, name))
+    kinesis.merge_shards(StreamName=name, ShardToMerge=lower, AdjacentShardToMerge=upper)
+    (child,) = set(_shards(kinesis, name)) - {lower, upper}
+    for parent in (lower, upper):
+        _, named = _read_to_end(kinesis, name, parent)
+        assert named is not None
+        assert [(shard["ShardId"], shard["ParentShards"]) for shard in named] == [(child, [lower, upper])]
 
 
 def test_puts_after_a_split_go_to_the_children_by_their_hash_ranges(kinesis: Any) -> None:
