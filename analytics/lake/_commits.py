@@ -24,9 +24,14 @@ from deltalake.exceptions import DeltaError
 from analytics.lake._delta import Prepared, append, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
-from analytics.lake._high_water import Plan, plan_changes, plan_outcomes
+from analytics.lake._high_water import (
+    MarkCache,
+    Plan,
+    plan_changes,
+    plan_outcomes,
+)
 from analytics.lake._rows import PendingFile
-from analytics.lake._schema import CHANGES, PARTITION_COLUMN, AllowList
+from analytics.lake._schema import CHANGES, OUTCOMES, PARTITION_COLUMN, AllowList
 
 # One flush: each table's pending parts, in the order the tables are committed.
 Pending = Sequence[tuple[str, list[PendingFile]]]
@@ -67,6 +72,7 @@ class TableCommits:
         self._lake = lake
         self._allow = allow
         self._tables: dict[str, DeltaTable] | None = None
+        self._marks = {dataset: MarkCache(lake, dataset) for dataset in (CHANGES, OUTCOMES)}
 
     def commit(self, pending: Pending) -> CommitReport:
         committed: list[str] = []
@@ -78,6 +84,9 @@ class TableCommits:
                 written, skipped = self._write(dataset, parts)
             except (OSError, pa.ArrowException, DeltaError) as error:
                 self._tables = None
+                # Read afresh after a failure, as the tables are (the cache would also find a
+                # commit that landed all the same in the log; this is the simpler certainty).
+                self._marks[dataset].clear()
                 return CommitReport(tuple(committed), dataset, type(error).__name__, commits, rows, dropped)
             committed.append(dataset)
             commits += 1 if written else 0
@@ -99,17 +108,23 @@ class TableCommits:
         ]
         table = self._tables[dataset]
         plan_rows = plan_changes if dataset == CHANGES else plan_outcomes
+        marks = self._marks[dataset]
         planned: list[Plan] = []
 
         def prepare(current: DeltaTable) -> Prepared:
             # Planned again on every attempt: against the version that attempt writes on.
-            plan = plan_rows(current, data)
+            plan = plan_rows(current, data, read_mark=marks.high_water)
             planned.append(plan)
             return plan.data, plan.transactions
 
         data = pa.concat_tables(parts)
         version = append(
-            self._lake, table, dataset, data, partition_by=TABLES[dataset].partition_by, prepare=prepare
+            self._lake,
+            table,
+            dataset,
+            data,
+            partition_by=TABLES[dataset].partition_by,
+            prepare=prepare,
         )
         if table.version() != version:
             # The commit went through a reopened table (an erasure cleaned this one's log away): the

@@ -38,6 +38,7 @@ from __future__ import annotations
 __all__ = [
     "HWM_PREFIX",
     "UNSOURCED",
+    "MarkCache",
     "Plan",
     "app_ids",
     "high_water",
@@ -46,7 +47,7 @@ __all__ = [
     "plan_outcomes",
 ]
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable, Transaction
 
+from analytics.lake._delta import commits_since
+from analytics.lake._filesystem import Lake
 from analytics.lake._schema import PARTITION_COLUMN
 from pipeline.events import SEQUENCE_WIDTH
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, final_rank
@@ -99,6 +102,69 @@ def high_water(table: DeltaTable, stream_arn: str, shard_id: str) -> str | None:
     if any(part is None for part in parts):
         return None
     return "".join(str(part).rjust(_DIGITS, "0") for part in parts)
+
+
+HighWater = Callable[[DeltaTable, str, str], "str | None"]
+
+
+class MarkCache:
+    """A writer's shards' HWMs in one table, kept between its commits, so a commit reads from the
+    table only the marks of shards it has not seen.
+
+    Reading a mark is three `transaction_version` calls, and each replays the log since the last
+    checkpoint (on moto's S3 about 90 ms a call 20 versions past one), so a worker writer's commit of
+    8 shards spent seconds reading marks. The cache holds marks as of one version. To use them at a
+    newer version it reads the log entries between (one small object each: the other writers'
+    commits and its own) and applies their `txn` actions, the Delta protocol's own record of the
+    marks, so a mark another writer moved (a lease that moved) is the moved one. When an entry
+    between is gone (an erasure cleaned the log, or a log retention passed) it forgets everything
+    and reads marks afresh."""
+
+    def __init__(self, lake: Lake, dataset: str) -> None:
+        self._lake = lake
+        self._dataset = dataset
+        self._marks: dict[Shard, str | None] = {}
+        self._as_of: int | None = None
+        self.reads = 0  # marks read from the table's snapshot (three `txn` lookups each)
+
+    def high_water(self, table: DeltaTable, stream_arn: str, shard_id: str) -> str | None:
+        """The shard's HWM at the table's loaded version (as `high_water`)."""
+        version = int(table.version())
+        if self._as_of != version:
+            self._advance(version)
+        shard = (stream_arn, shard_id)
+        if shard not in self._marks:
+            self.reads += 1
+            self._marks[shard] = high_water(table, stream_arn, shard_id)
+        return self._marks[shard]
+
+    def clear(self) -> None:
+        self._marks.clear()
+        self._as_of = None
+
+    def _advance(self, version: int) -> None:
+        entries = None
+        if self._as_of is not None and version > self._as_of and self._marks:
+            entries = commits_since(self._lake, self._dataset, self._as_of, version)
+        self._as_of = version
+        if entries is None:
+            self._marks.clear()
+            return
+        parts = {
+            app_id: (shard, part) for shard in self._marks for part, app_id in enumerate(app_ids(*shard))
+        }
+        for entry in entries:
+            moved: dict[Shard, dict[int, int]] = {}
+            for action in entry:
+                txn = action.get("txn")
+                if txn is not None and txn.get("appId") in parts:
+                    shard, part = parts[txn["appId"]]
+                    moved.setdefault(shard, {})[part] = int(txn["version"])
+            for shard, values in moved.items():
+                if len(values) == _PARTS:  # always so: a commit sets the three together
+                    self._marks[shard] = "".join(str(values[p]).rjust(_DIGITS, "0") for p in range(_PARTS))
+                else:
+                    self._marks.pop(shard, None)
 
 
 def mark_transactions(marks: Mapping[Shard, str]) -> list[Transaction]:
@@ -158,8 +224,9 @@ def _shards(data: pa.Table, stream_column: str, shard_column: str) -> list[tuple
     return found
 
 
-def plan_changes(table: DeltaTable, data: pa.Table) -> Plan:
-    """The commit of change rows `data` (with their partition column) against the table's version."""
+def plan_changes(table: DeltaTable, data: pa.Table, *, read_mark: HighWater = high_water) -> Plan:
+    """The commit of change rows `data` (with their partition column) against the table's version;
+    `read_mark` reads a shard's HWM there (a writer's `MarkCache.high_water`)."""
     keys = data["sequence_key"]
     days = data[PARTITION_COLUMN]
     drop: np.ndarray | None = None  # the rows found in the table, once there is one
@@ -167,7 +234,7 @@ def plan_changes(table: DeltaTable, data: pa.Table) -> Plan:
     dropped = 0
     for (stream, shard), rows in _shards(data, "stream_arn", "shard_id"):
         shard_keys = keys if rows is None else keys.take(rows)
-        mark = high_water(table, stream, shard)
+        mark = read_mark(table, stream, shard)
         # Rows above the mark cannot be in the table; the others are candidates for the lookup.
         candidate = None if mark is None else pc.less_equal(shard_keys, mark)
         candidate_keys = shard_keys if candidate is None else shard_keys.filter(candidate)
@@ -241,8 +308,9 @@ def _note(found: dict[str, int | None], identity: str, rank: int | None) -> None
 _OUTCOME_COLUMNS = ["outcome_id", "kind", "source_event_id"]
 
 
-def plan_outcomes(table: DeltaTable, data: pa.Table) -> Plan:
-    """The commit of outcome rows `data` against the table's version (see the module's docstring)."""
+def plan_outcomes(table: DeltaTable, data: pa.Table, *, read_mark: HighWater = high_water) -> Plan:
+    """The commit of outcome rows `data` against the table's version (see the module's docstring);
+    `read_mark` as for `plan_changes`."""
     identity = [
         _outcome_identity(o, k, s)
         for o, k, s in zip(
@@ -260,7 +328,7 @@ def plan_outcomes(table: DeltaTable, data: pa.Table) -> Plan:
     sourced = _rows_of(data, "source_stream_arn", "source_shard_id")
     placed = {i for rows in sourced.values() for i in rows}
     for (stream, shard), rows in sourced.items():
-        mark = high_water(table, stream, shard)
+        mark = read_mark(table, stream, shard)
         candidates = [i for i in rows if keys[i] is None or mark is None or keys[i] <= mark]
         keyed = [keys[i] for i in candidates if keys[i] is not None]
         if candidates:

@@ -61,7 +61,7 @@ def test_compaction_removes_the_duplicates_of_a_replay(
 ) -> None:
     _land(lake, history, flush_rows=10)
     # The replay lands without the high-water marks' plan, as before they were kept: duplicates.
-    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data, **_: HighWaterPlan(data))
     _land(lake, history, flush_rows=17)
     result = compact(lake, small_file_bytes=10**9)
     assert result.duplicates_dropped[CHANGES] == len(history.events)

@@ -92,7 +92,7 @@ def _failed_landing(lake: Lake, sim: TableSim, monkeypatch: pytest.MonkeyPatch) 
     """A landing whose commit fails after writing its data files (the erased user's events, replayed);
     returns those files, lake-relative. The replay lands without the high-water marks' plan, which would
     otherwise drop every event as already landed and leave nothing to commit."""
-    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data, **_: HighWaterPlan(data))
     written = failing_commits(monkeypatch, lake)
     handler = LakeHandler(lake, LakeSettings(flush_rows=10**6))
     for event in sim.events:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analytics.lake import LakeHandler, LakeMissing, compact, open_lake, read_snapshot, snapshot, state_as_of
-from analytics.lake import compaction as compaction_module
 from analytics.lake import _commits as commits_module
+from analytics.lake import compaction as compaction_module
 from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake.views import connect
 from config import LakeSettings
@@ -160,7 +160,7 @@ def test_a_compaction_that_died_midway_leaves_every_event_once_and_the_next_fini
         # A replay landed without the high-water marks' plan (as before they were kept): duplicates
         # for the compaction to remove.
         unplanned = mock.patch.object(
-            commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data)
+            commits_module, "plan_changes", lambda _table, data, **_: HighWaterPlan(data)
         )
         for flush_rows in (10, 17):
             handler = LakeHandler(lake, LakeSettings(flush_rows=flush_rows))

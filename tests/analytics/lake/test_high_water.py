@@ -7,9 +7,9 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from analytics.lake import CHANGES, Lake, LakeHandler, compact
+from analytics.lake import CHANGES, Lake, LakeHandler, _high_water, compact
 from analytics.lake._delta import append, expunge, open_table
-from analytics.lake._high_water import app_ids, high_water, mark_transactions, plan_changes
+from analytics.lake._high_water import MarkCache, app_ids, high_water, mark_transactions, plan_changes
 from analytics.lake._rows import ChangeBuffer
 from analytics.lake._schema import PARTITION_COLUMN, default_allow_list
 from config import LakeSettings
@@ -134,3 +134,70 @@ def test_delta_rs_refuses_a_commit_whose_app_id_a_concurrent_commit_set(tmp_path
     stale = DeltaTable(path, version=0)
     write_deltalake(stale, pa.table({"a": [3]}), mode="append", commit_properties=other)
     assert DeltaTable(path).version() == 2
+
+
+# -- MarkCache: a writer's marks kept between its commits ------------------------------------------
+
+
+def _cached(lake: Lake) -> tuple[MarkCache, DeltaTable]:
+    table = open_table(lake, CHANGES)
+    assert table is not None
+    return MarkCache(lake, CHANGES), table
+
+
+def test_a_cached_mark_is_read_from_the_table_once_over_many_commits(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    real = _high_water.high_water
+
+    def counted(table: DeltaTable, stream_arn: str, shard_id: str) -> str | None:
+        reads.append(shard_id)
+        return real(table, stream_arn, shard_id)
+
+    monkeypatch.setattr(_high_water, "high_water", counted)
+    events = _one_shard()
+    handler = _land(lake, events[:10])
+    for start in range(10, 60, 10):
+        for event in events[start : start + 10]:
+            handler.add(event)
+        handler.flush()
+    assert len(reads) == 1
+    assert _rows(lake) == 60
+
+
+def test_the_cache_answers_the_mark_another_writer_moved(lake: Lake) -> None:
+    events = _one_shard()
+    _land(lake, events[:20])
+    cache, table = _cached(lake)
+    position = events[0].position
+    assert cache.high_water(table, position.stream_arn, position.shard_id) == _mark(lake, events[19])
+    _land(lake, events[20:40])  # another writer (the shard's new owner) moves the mark
+    _, table = _cached(lake)
+    assert cache.high_water(table, position.stream_arn, position.shard_id) == _mark(lake, events[39])
+    assert cache.reads == 1  # the move was read from the log entry between, not from the snapshot
+
+
+def test_a_zombie_writers_replay_after_the_successors_commits_lands_nothing_twice(lake: Lake) -> None:
+    events = _one_shard()
+    zombie = _land(lake, events[:20])
+    _land(lake, events[20:50])  # the successor lands further
+    for event in events[20:50]:  # the zombie replays what the successor landed
+        zombie.add(event)
+    zombie.flush()
+    assert _rows(lake) == 50
+
+
+def test_the_cache_reads_afresh_when_a_log_entry_between_is_gone(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _one_shard()
+    _land(lake, events[:20])
+    cache, table = _cached(lake)
+    position = events[0].position
+    cache.high_water(table, position.stream_arn, position.shard_id)
+    _land(lake, events[20:40])
+    monkeypatch.setattr(_high_water, "commits_since", lambda *_args: None)  # an erasure cleaned the log
+    _, table = _cached(lake)
+    assert cache.high_water(table, position.stream_arn, position.shard_id) == _mark(lake, events[39])
+    assert cache.reads == 2

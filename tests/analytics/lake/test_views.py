@@ -340,7 +340,7 @@ def test_only_files_that_overlap_another_are_deduplicated(
     replay_of.events = history.events[40:90]
     # The replay lands without the high-water marks' plan (as a lake landed before them holds
     # replays), with other batch boundaries over the same events.
-    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data: HighWaterPlan(data))
+    monkeypatch.setattr(commits_module, "plan_changes", lambda _table, data, **_: HighWaterPlan(data))
     _land(lake, replay_of, flush_rows=7)
     con = connect(lake)
     overlapping = con.execute("SELECT count(*) FROM change_files_to_dedupe").fetchall()[0][0]
