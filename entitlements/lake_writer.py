@@ -43,7 +43,12 @@ def main() -> None:
             "lake writer refused to start", extra={"reason": str(refused), "error": type(refused).__name__}
         )
         raise SystemExit(2) from None
-    writer.serve(stop, parent=parent)
+    try:
+        writer.serve(stop, parent=parent)
+    except OSError as error:
+        # Most often its address is taken: another writer of this worker still runs.
+        logger.critical("lake writer could not listen", extra={"error": type(error).__name__})
+        raise SystemExit(3) from None
 
 
 if __name__ == "__main__":

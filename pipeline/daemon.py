@@ -284,6 +284,7 @@ class _Writer:
         self._stopping = threading.Event()
         self._keeper: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._launched = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -326,14 +327,23 @@ class _Writer:
         finally:
             if fd is not None:
                 os.close(fd)
+        self._launched = time.monotonic()
         logger.info("lake writer started", extra={"pid": self._process.pid})
 
     def _keep(self) -> None:
+        wait = 1.0
         while not self._stopping.is_set():
             process = self._process
             if process is not None and process.poll() is not None:
-                logger.warning("lake writer exited; restarting it", extra={"exit_code": process.returncode})
-                if self._stopping.wait(1.0):
+                # A writer that ran a while is restarted at once; one that keeps failing to start
+                # (its address taken, a refused setting) is retried less and less often.
+                lived = time.monotonic() - self._launched
+                wait = 1.0 if lived > 30 else min(wait * 2, 30.0)
+                logger.warning(
+                    "lake writer exited; restarting it",
+                    extra={"exit_code": process.returncode, "in_seconds": wait},
+                )
+                if self._stopping.wait(wait):
                     return
                 with self._lock:
                     if not self._stopping.is_set():

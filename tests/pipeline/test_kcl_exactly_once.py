@@ -2,8 +2,10 @@
 
 The real consumer (Java launcher, Python children, the lake handler and the cleanup handler against the
 fake Array, TTL expiries from the emulator) takes a steady load; the Python child is killed with
-SIGKILL, then the whole JVM, each time with writes and cleanups under way, and the worker is started
-again. Every two seconds meanwhile `changes` and `outcomes` are read with deltalake's reader, Polars and
+SIGKILL, then the worker's lake writer (the process committing the children's flushes: the daemon
+starts another and the flushes are retried on it), then the whole JVM, each time with writes and cleanups
+under way, and the worker is started again after the child's and the JVM's. Every two seconds meanwhile
+`changes` and `outcomes` are read with deltalake's reader, Polars and
 DuckDB's `delta_scan` (not the project's views, which dedupe): at every sample each reader sees as many
 rows as distinct identities ((stream_arn, shard_id, sequence_number) in `changes`, outcome_id in
 `outcomes`). Once the load has run out and every expiry is decided, each reader holds every stream event
@@ -243,7 +245,9 @@ def table_version(lake: Lake, name: str) -> int:
         return -1
 
 
-def kill_under_load(stack: CleanupStack, load: Load, kill: Callable[[], None], run: int) -> set[int]:
+def kill_under_load(
+    stack: CleanupStack, load: Load, kill: Callable[[], None], run: int, *, restart: bool = True
+) -> set[int]:
     """Hold Array's next delete and ask for `EXPIRIES_PER_RUN` expiring signups (written while the run
     starts, so its backlog holds them); once this run's first delete is held and `changes` has taken a
     commit since (the rows after the slow cleanup land; the checkpoint stays below it), `kill`, let the
@@ -259,7 +263,8 @@ def kill_under_load(stack: CleanupStack, load: Load, kill: Callable[[], None], r
     delivered = pids_delivering(stack)
     kill()
     stack.array.hooks.set(release)
-    stack.consumer.start_worker("worker-1")
+    if restart:
+        stack.consumer.start_worker("worker-1")
     return delivered
 
 
@@ -272,6 +277,14 @@ def kill_the_child(stack: CleanupStack) -> None:
 
 def kill_the_jvm(stack: CleanupStack) -> None:
     stack.consumer.daemons["worker-1"].kill()  # SIGKILL of the launcher's process group
+
+
+def kill_the_lake_writer(stack: CleanupStack) -> None:
+    """SIGKILL the worker's lake writer, the process that commits the children's flushes (mid-commit
+    or between two); its daemon starts another, and the children's flushes are retried on it."""
+    pid = stack.consumer.daemons["worker-1"].writer_pid
+    assert pid is not None, "the worker runs no lake writer"
+    os.kill(pid, signal.SIGKILL)
 
 
 def stream_identities(stack: CleanupStack) -> set[Identity]:
@@ -319,7 +332,8 @@ def test_through_kill_nines_of_the_child_and_the_jvm_every_reader_sees_each_row_
         load = write_until_stopped(stack)
         try:
             kill_under_load(stack, load, lambda: kill_the_child(stack), run=1)
-            delivered = kill_under_load(stack, load, lambda: kill_the_jvm(stack), run=2)
+            kill_under_load(stack, load, lambda: kill_the_lake_writer(stack), run=2, restart=False)
+            delivered = kill_under_load(stack, load, lambda: kill_the_jvm(stack), run=3)
         finally:
             load.end()
         wait_until(lambda: bool(pids_delivering(stack) - delivered), 90, "the third run delivering")

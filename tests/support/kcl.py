@@ -139,13 +139,17 @@ class RunningConsumer:
         return path
 
     def start_worker(self, worker_id: str) -> KclDaemon:
-        spec = DaemonSpec.from_settings(
-            self.settings,
-            stream_arn=self.stream_arn,
-            worker_id=worker_id,
-            work_dir=self.settings.consumer.state_dir / "daemon",
-        )
-        daemon = KclDaemon(spec)
+        """Start the worker, or start it again after a kill: the same daemon, as `consume`'s
+        supervisor restarts it (its lake writer, which a kill of the JVM leaves running, is kept)."""
+        daemon = self.daemons.get(worker_id)
+        if daemon is None:
+            spec = DaemonSpec.from_settings(
+                self.settings,
+                stream_arn=self.stream_arn,
+                worker_id=worker_id,
+                work_dir=self.settings.consumer.state_dir / "daemon",
+            )
+            daemon = KclDaemon(spec)
         daemon.start()
         self.daemons[worker_id] = daemon
         return daemon
