@@ -65,6 +65,10 @@ BENCH_POKES: dict[str, tuple[frozenset[str], str]] = {
     ),
     "analytics.lake._fold": (frozenset({"read_table"}), "data files copied to plain Parquet, a baseline"),
     "analytics.lake.compaction": (frozenset({"tier_target"}), "the compaction's tiers, driven by hand"),
+    "analytics.lake._rows": (
+        frozenset({"PendingFile"}),
+        "a flush's parts built by hand, sent to worker writers as a child's landing sends them",
+    ),
     "analytics.lake.views": (
         frozenset({"SQL_DIR", "create_views"}),
         "the views re-pointed at plain Parquet copies, and an audit's SQL read from its file",
