@@ -221,7 +221,13 @@ def _worker_writer(job: tuple[str, str, str, float], out: Any) -> None:
     endpoint, root, address_file, stop_at = job
     try:
         stop = threading.Event()
-        writer = WorkerWriter(_s3_lake(endpoint, root), Path(address_file))
+        # As `entitlements.compose.lake_worker_writer` makes it: a round per commit interval.
+        writer = WorkerWriter(
+            _s3_lake(endpoint, root),
+            Path(address_file),
+            gather_seconds=LakeSettings().writer_gather_seconds,
+            round_seconds=ConsumerSettings().commit_interval_seconds,
+        )
         threading.Timer(max(0.0, stop_at - time.time()), stop.set).start()
         writer.serve(stop)
         out.put(("writer", address_file, writer.commit_rounds, None))

@@ -201,7 +201,11 @@ def lake_worker_writer(settings: Settings) -> WorkerWriter:
     if lake.worker_writer is None:
         raise SetupMissingError("ENTITLEMENTS_LAKE__WORKER_WRITER must be set for the lake writer")
     return WorkerWriter(
-        lake_from_settings(settings), lake.worker_writer, gather_seconds=lake.writer_gather_seconds
+        lake_from_settings(settings),
+        lake.worker_writer,
+        gather_seconds=lake.writer_gather_seconds,
+        # A round per consumer commit interval: the children answered together flush together again.
+        round_seconds=settings.consumer.commit_interval_seconds,
     )
 
 

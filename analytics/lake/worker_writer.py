@@ -4,12 +4,13 @@ a table's log takes one commit per worker per interval instead of one per shard
 
 Each child's landing handler (`LakeHandler` with `WorkerWriterClient` as its commits) sends a flush, its
 pending parts as Arrow IPC, over a local socket and waits for the answer. The writer lands the flushes
-that arrive together (every connected child's, or whatever came within `gather_seconds` of the first)
-in one commit per table through `TableCommits`, the same planned, exactly-once commit a child makes on
-its own, and answers each flush with that commit's report. So a child's checkpoint still follows only
-a commit that holds its rows, and a failed commit leaves every flush of it buffered in its child, which
-retries. A writer killed mid-commit loses nothing: its children's flushes fail and are retried on the
-restarted writer, planned against the table (rows already there are dropped).
+that arrive together (every connected child's, or whatever came within `gather_seconds` of the first;
+a round at most every `round_seconds`) in one commit per table through `TableCommits`, the same
+planned, exactly-once commit a child makes on its own, and answers each flush with that commit's
+report. So a child's checkpoint still follows only a commit that holds its rows, and a failed commit
+leaves every flush of it buffered in its child, which retries. A writer killed mid-commit loses
+nothing: its children's flushes fail and are retried on the restarted writer, planned against the
+table (rows already there are dropped).
 
 Transport: `multiprocessing.connection` on an abstract Unix socket (Linux), authenticated by a key the
 writer draws at start and writes with its address to an owner-only file that its children read
@@ -125,8 +126,12 @@ def _rounds(batch: list[_Flush]) -> list[list[_Flush]]:
 class WorkerWriter:
     """Serves the flushes of one worker's children until `stop`: see the module's docstring.
 
-    The gathered flushes are committed to `lake` (or through `commits`, for tests); `monotonic` is the
-    clock for the gathering (injectable for tests)."""
+    A round begins at most every `round_seconds` (the consumer's commit interval, as composed): a
+    child's next flush is due an interval after its answer, so the children answered by one round
+    come back together for the next, and children that started apart (leases taken at other times)
+    join one cohort after a round, one commit per table per interval. The gathered flushes are
+    committed to `lake` (or through `commits`, for tests); `monotonic` is the clock for the gathering
+    (injectable for tests)."""
 
     def __init__(
         self,
@@ -134,12 +139,15 @@ class WorkerWriter:
         address_file: Path,
         *,
         gather_seconds: float = 1.0,
+        round_seconds: float = 0.0,
         commits: Commits | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._commits = commits or TableCommits(lake, default_allow_list())
         self._address_file = address_file
         self._gather = gather_seconds
+        self._round = round_seconds
+        self._last_round = float("-inf")
         self._monotonic = monotonic
         self._ready = threading.Condition()
         self._queue: list[_Flush] = []
@@ -243,19 +251,22 @@ class WorkerWriter:
                 self._ready.notify_all()
 
     def _gathered(self, stop: threading.Event, *, timeout: float) -> list[_Flush]:
-        """The flushes of the next commit: once one is queued, wait until every connected child has
-        sent one or `gather_seconds` passed since the first, then take them all."""
+        """The flushes of the next round: once one is queued and `round_seconds` passed since the last
+        round began, wait until every connected child has sent one or `gather_seconds` passed, then
+        take them all."""
         with self._ready:
             if not self._queue:
                 self._ready.wait(timeout)
                 if not self._queue:
                     return []
-            first = self._queue[0].arrived
-            while not stop.is_set() and len(self._queue) < self._clients:
-                left = first + self._gather - self._monotonic()
-                if left <= 0:
+            not_before = self._last_round + self._round
+            while not stop.is_set():
+                now = self._monotonic()
+                closes = max(self._queue[0].arrived, not_before) + self._gather
+                if now >= not_before and (len(self._queue) >= self._clients or now >= closes):
                     break
-                self._ready.wait(left)
+                self._ready.wait((not_before if now < not_before else closes) - now)
+            self._last_round = self._monotonic()
             batch, self._queue = self._queue, []
             return batch
 

@@ -220,3 +220,33 @@ def test_a_child_with_the_wrong_key_is_refused(
 
 def test_the_address_file_is_the_owners_only(running: Running) -> None:
     assert running.address_file.stat().st_mode & 0o077 == 0
+
+
+def test_flushes_that_arrive_before_the_next_round_may_begin_share_it(
+    lake: Lake, history: TableSim, tmp_path: Path
+) -> None:
+    # No gathering, a round at most every 5 s: children that flush apart (a cohort that started at
+    # another moment) are caught by the next round together instead of a commit each.
+    address_file = tmp_path / "writer.json"
+    served = _serve(WorkerWriter(lake, address_file, gather_seconds=0.0, round_seconds=5.0), address_file)
+    try:
+        first, second = served.child(lake), served.child(lake)
+        shards = list(_by_shard(history).values())
+        ensure_layout(lake, default_allow_list())
+        before = _changes_version(lake)
+        first.add(shards[0][0])
+        first.flush()  # round 1, alone
+        for event in shards[1]:
+            second.add(event)
+        for event in shards[0][1:]:
+            first.add(event)
+        later = threading.Thread(target=second.flush)
+        later.start()
+        threading.Event().wait(0.1)
+        first.flush()  # arrives apart from the second's flush, within the gap: round 2 holds both
+        later.join(60)
+        assert _changes_version(lake) == before + 2
+        assert _rows(lake, CHANGES) == len(history.events)
+    finally:
+        served.stop.set()
+        served.thread.join(10)
