@@ -2,8 +2,11 @@
 started and waited for (a daemon's JVM and its Python children, moto in a process, a CLI run), and the wall
 time, summed over each file's tests (set-up and teardown included, so a module fixture counts where it
 runs). The run's costliest files end its report: on CI's two cores the suite is CPU-bound, so CPU, not wall
-time, says which set-up to cut. Under pytest-xdist each worker sends its figures to the controller, which
-prints them once."""
+time, says which set-up to cut. The teardown after the last test (of the run, or of each xdist worker) ends
+the session fixtures too: a moto process serving every S3 lake test is waited for there, and its minutes of
+CPU would land on whichever file happened to run last, so that teardown is a row of its own
+(`SESSION_TEARDOWN`). Under pytest-xdist each worker sends its figures to the controller, which prints them
+once."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import pytest
 
 _KEY = "cpu_report_by_file"
 _SHOWN = 15
+SESSION_TEARDOWN = "(teardown after the last test: the session fixtures)"
 
 
 def _cpu_seconds() -> float:
@@ -33,6 +37,7 @@ class CpuReport:
     def __init__(self, config: pytest.Config) -> None:
         self._config = config
         self._by_file: dict[str, list[float]] = {}
+        self._last_teardown: tuple[float, float] | None = None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, None]:
@@ -42,6 +47,23 @@ class CpuReport:
         figures[0] += _cpu_seconds() - cpu
         figures[1] += time.monotonic() - wall
         figures[2] += 1
+        if self._last_teardown is not None:  # moved from the last test's file to a row of its own
+            teardown_cpu, teardown_wall = self._last_teardown
+            self._last_teardown = None
+            figures[0] -= teardown_cpu
+            figures[1] -= teardown_wall
+            session = self._by_file.setdefault(SESSION_TEARDOWN, [0.0, 0.0, 0.0])
+            session[0] += teardown_cpu
+            session[1] += teardown_wall
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, Any, None]:
+        cpu, wall = _cpu_seconds(), time.monotonic()
+        yield
+        if nextitem is None:  # every scope is torn down here, the session's included
+            self._last_teardown = (_cpu_seconds() - cpu, time.monotonic() - wall)
 
     def pytest_sessionfinish(self) -> None:
         output = getattr(self._config, "workeroutput", None)
