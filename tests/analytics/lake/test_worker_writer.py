@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,9 @@ class Running:
         return LakeHandler(lake, commits=client)
 
 
-def _serve(writer: WorkerWriter, address_file: Path) -> Running:
+@contextmanager
+def serving(writer: WorkerWriter, address_file: Path) -> Iterator[Running]:
+    """`writer` serving on a thread until the block ends."""
     stop = threading.Event()
     thread = threading.Thread(target=writer.serve, args=(stop,), daemon=True)
     thread.start()
@@ -45,17 +48,19 @@ def _serve(writer: WorkerWriter, address_file: Path) -> Running:
         if address_file.exists():
             break
         threading.Event().wait(0.02)
-    return Running(writer, address_file, stop, thread)
+    try:
+        yield Running(writer, address_file, stop, thread)
+    finally:
+        stop.set()
+        thread.join(10)
 
 
 @pytest.fixture
 def running(lake: Lake, tmp_path: Path) -> Iterator[Running]:
     address_file = tmp_path / "writer.json"
     # A long gather: the test's two flushes are answered together only by the all-children rule.
-    served = _serve(WorkerWriter(lake, address_file, gather_seconds=20.0), address_file)
-    yield served
-    served.stop.set()
-    served.thread.join(10)
+    with serving(WorkerWriter(lake, address_file, gather_seconds=20.0), address_file) as served:
+        yield served
 
 
 def _by_shard(history: TableSim) -> dict[str, list[StreamEvent]]:
@@ -106,17 +111,13 @@ def test_a_flush_returns_with_its_rows_already_in_the_table(
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
     address_file = tmp_path / "writer.json"
-    served = _serve(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file)
-    try:
+    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as served:
         child = served.child(lake)
         for event in history.events:
             child.add(event)
         child.flush()
         assert _rows(lake, CHANGES) == len(history.events)
         assert child.buffered == 0
-    finally:
-        served.stop.set()
-        served.thread.join(10)
 
 
 def test_the_same_rows_sent_by_two_children_land_once(
@@ -152,10 +153,8 @@ def test_a_flush_that_cannot_commit_fails_alone_and_the_others_land(
     shards = _by_shard(history)
     bad, good = list(shards)
     address_file = tmp_path / "writer.json"
-    served = _serve(
-        WorkerWriter(lake, address_file, gather_seconds=20.0, commits=_FailsOneShard(lake, bad)), address_file
-    )
-    try:
+    writer = WorkerWriter(lake, address_file, gather_seconds=20.0, commits=_FailsOneShard(lake, bad))
+    with serving(writer, address_file) as served:
         failing, landing = served.child(lake), served.child(lake)
         for event in shards[bad]:
             failing.add(event)
@@ -166,9 +165,6 @@ def test_a_flush_that_cannot_commit_fails_alone_and_the_others_land(
         assert failing.buffered == len(shards[bad])  # kept for the retry
         assert landing.buffered == 0
         assert _rows(lake, CHANGES) == len(shards[good])
-    finally:
-        served.stop.set()
-        served.thread.join(10)
 
 
 def test_no_writer_is_a_retryable_error_and_the_buffer_is_kept(
@@ -186,23 +182,17 @@ def test_a_child_finds_a_restarted_writer_and_its_retry_lands(
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
     address_file = tmp_path / "writer.json"
-    first = _serve(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file)
-    child = first.child(lake)
-    child.add(history.events[0])
-    child.flush()
-    first.stop.set()
-    first.thread.join(10)
+    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as first:
+        child = first.child(lake)
+        child.add(history.events[0])
+        child.flush()
     for event in history.events[1:]:
         child.add(event)
     with pytest.raises(RetryableError):
         child.flush()  # the writer is gone
-    second = _serve(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file)
-    try:
+    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file):
         child.flush()
         assert _rows(lake, CHANGES) == len(history.events)
-    finally:
-        second.stop.set()
-        second.thread.join(10)
 
 
 def test_a_child_with_the_wrong_key_is_refused(
@@ -228,8 +218,8 @@ def test_flushes_that_arrive_before_the_next_round_may_begin_share_it(
     # No gathering, a round at most every 5 s: children that flush apart (a cohort that started at
     # another moment) are caught by the next round together instead of a commit each.
     address_file = tmp_path / "writer.json"
-    served = _serve(WorkerWriter(lake, address_file, gather_seconds=0.0, round_seconds=5.0), address_file)
-    try:
+    writer = WorkerWriter(lake, address_file, gather_seconds=0.0, round_seconds=5.0)
+    with serving(writer, address_file) as served:
         first, second = served.child(lake), served.child(lake)
         shards = list(_by_shard(history).values())
         ensure_layout(lake, default_allow_list())
@@ -247,6 +237,3 @@ def test_flushes_that_arrive_before_the_next_round_may_begin_share_it(
         later.join(60)
         assert _changes_version(lake) == before + 2
         assert _rows(lake, CHANGES) == len(history.events)
-    finally:
-        served.stop.set()
-        served.thread.join(10)
