@@ -4,8 +4,8 @@ consumer and the consumer of its forwarded Kinesis stream (2 shards, duplicates 
 land ONE lake and clean up on one fake Array, both given the same handover time H
 (`ENTITLEMENTS_SOURCE__HANDOVER_AT`), a few seconds into continuous writes (signups, cancellations
 whose TTL expires within the test, reactivations). Around H a child of each consumer is killed with
-SIGKILL, twice; a dead child takes its daemon down (the multilang contract) and the worker is started
-again on the same settings.
+SIGKILL, twice; a dead child takes its daemon down (the multilang contract) and the daemon is started
+again on the same settings, as `entitlements consume`'s supervisor does.
 
 What must hold: every change the table's stream holds is in the lake's `changes` exactly once by its
 content (item key, kind, time, images; position columns aside): none lost, none doubled; the DynamoDB
@@ -143,12 +143,15 @@ def wait_until_now(moment: datetime) -> None:
 
 def kill_a_child_and_restart(consumer: RunningConsumer) -> None:
     """SIGKILL one Python child of the consumer's worker; the dead child takes the daemon down with it
-    (the multilang contract); start the worker again on the same settings."""
+    (the multilang contract); start it again on the same settings, as `entitlements consume`'s
+    supervisor does (`pipeline.daemon.supervise`: the same daemon, whose lake writer outlives the JVM)."""
     daemon = consumer.daemons["worker-1"]
+    # Mid-work: this run's children have committed (a shard's stats written since it started), and go on.
+    wait_for(daemon.delivered, timeout=120)
     children = wait_for(lambda: python_children(daemon), timeout=120)
     os.kill(children[0], signal.SIGKILL)
     daemon.wait(timeout=120)
-    consumer.start_worker("worker-1")
+    daemon.start()
 
 
 def changes(consumer: RunningConsumer) -> list[tuple[str, ...]]:

@@ -109,8 +109,13 @@ def stack(moto_endpoint: str, dynamodb: Any, tmp_path_factory: pytest.TempPathFa
         }
         processes: list[subprocess.Popen[bytes]] = []
         urls: list[str] = []
-        # More connections than the largest burst (32), so no request waits for one.
-        http = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+        # More connections than the largest burst (32), so no request waits for one. An idle connection
+        # is dropped after 1 s, well before uvicorn closes it (5 s keep-alive): at httpx's default of 5 s
+        # a request sent on a connection the server was closing that moment was reset (ReadError,
+        # RemoteProtocolError), which a POST is not retried on.
+        http = httpx.Client(
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64, keepalive_expiry=1.0)
+        )
         try:
             logs: list[Path] = []
             for index in range(2):
