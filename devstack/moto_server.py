@@ -23,6 +23,12 @@ Each serialised call's service time (inside the lock, so no wait for it) is kept
 the bytes answered), and answered as JSON on `GET /_devstack/service-times` (the bench reads the
 service time of moto's GetRecords calls from a moto in another process; `bench/_moto.py`).
 
+Kinesis GetRecords calls (`Kinesis_20131202.GetRecords`) are recorded the same way, served one at a
+time under a lock of their own (`kinesis_read_lock`; not the DynamoDB lock, so a TTL pass does not hold
+up a Kinesis read): `python -m bench kinesis` sums their service time over a stream's shards, which
+counts each moment once only if no two reads overlap. Only the reads are serialised: puts and the
+other Kinesis calls are served as before. The answer is passed on as moto built it, byte for byte.
+
 Relies on moto internals (pinned in pyproject.toml, moto[server]==5.2.5): `ThreadedMotoServer._server_entry`
 is overridden to wrap moto's WSGI application, built from `DomainDispatcherApplication(create_backend_app)`
 and served with (a subclass of) `MotoRequestHandler`, as moto 5.2.5 does; the subclass drops
@@ -67,6 +73,8 @@ _log = logging.getLogger(__name__)
 
 # X-Amz-Target prefixes of the calls served under the DynamoDB lock.
 _SERIALISED_TARGETS = ("DynamoDB_20120810.", "DynamoDBStreams_20120810.")
+# The Kinesis call served one at a time under the Kinesis read lock, and recorded.
+_KINESIS_GET_RECORDS = "Kinesis_20131202.GetRecords"
 
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -77,8 +85,8 @@ SERVICE_LOG_CALLS = 100_000
 @dataclass(frozen=True)
 class ServedCall:
     """One serialised call as moto served it: `action` (the X-Amz-Target, e.g.
-    `DynamoDBStreams_20120810.GetRecords`), `began` (epoch seconds, once the lock was held), `seconds`
-    (served under the lock: no wait for it), `bytes` (of the answer)."""
+    `DynamoDBStreams_20120810.GetRecords` or `Kinesis_20131202.GetRecords`), `began` (epoch seconds,
+    once the lock was held), `seconds` (served under the lock: no wait for it), `bytes` (of the answer)."""
 
     action: str
     began: float
@@ -87,12 +95,20 @@ class ServedCall:
 
 
 class _SerialisedCalls:
-    """WSGI middleware: DynamoDB and Streams calls run one at a time under `lock`, and S3 conditional
-    writes one at a time under a lock of their own (see `MotoServer`)."""
+    """WSGI middleware: DynamoDB and Streams calls run one at a time under `lock`, Kinesis GetRecords
+    calls under `kinesis_reads`, and S3 conditional writes one at a time under a lock of their own (see
+    `MotoServer`)."""
 
-    def __init__(self, app: _WsgiApp, lock: threading.RLock, served: deque[ServedCall]) -> None:
+    def __init__(
+        self,
+        app: _WsgiApp,
+        lock: threading.RLock,
+        served: deque[ServedCall],
+        kinesis_reads: threading.Lock,
+    ) -> None:
         self._app = app
         self._lock = lock
+        self._kinesis_reads = kinesis_reads
         self._conditional_writes = threading.Lock()
         self._served = served
 
@@ -100,6 +116,8 @@ class _SerialisedCalls:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         if target.startswith(_SERIALISED_TARGETS):
             return self._served_under(self._lock, environ, start_response, action=target)
+        if target == _KINESIS_GET_RECORDS:
+            return self._served_under(self._kinesis_reads, environ, start_response, action=target)
         if environ.get("PATH_INFO") == SERVICE_TIMES_PATH and environ.get("REQUEST_METHOD") == "GET":
             body = json.dumps([astuple(call) for call in list(self._served)]).encode()
             start_response(
@@ -151,15 +169,21 @@ class _QuietRequestHandler(MotoRequestHandler):
 
 
 class _LockingThreadedMotoServer(ThreadedMotoServer):
-    def __init__(self, port: int, lock: threading.RLock, served: deque[ServedCall]) -> None:
+    def __init__(
+        self, port: int, lock: threading.RLock, served: deque[ServedCall], kinesis_reads: threading.Lock
+    ) -> None:
         super().__init__(ip_address=LOOPBACK, port=port, verbose=False)
         self._dynamodb_lock = lock
         self._served = served
+        self._kinesis_reads = kinesis_reads
 
     def _server_entry(self) -> None:
         # As moto 5.2.5's ThreadedMotoServer._server_entry, with the application wrapped.
         app = _SerialisedCalls(
-            DomainDispatcherApplication(create_backend_app), self._dynamodb_lock, self._served
+            DomainDispatcherApplication(create_backend_app),
+            self._dynamodb_lock,
+            self._served,
+            self._kinesis_reads,
         )
         self._server = make_server(LOOPBACK, self._port, app, True, request_handler=_QuietRequestHandler)
         self._server_ready_event.set()
@@ -181,9 +205,12 @@ class MotoServer:
         install_kinesis_resharding()  # a split or merge moves no record; children get the new ones
         install_faithful_export()  # ExportTableToPointInTime: a snapshot under the lock, AWS's layout
         self.dynamodb_lock = threading.RLock()
+        self.kinesis_read_lock = threading.Lock()  # Kinesis GetRecords, one at a time (module docstring)
         # The serialised calls' service times, newest last (see the module docstring).
         self.service_times: deque[ServedCall] = deque(maxlen=SERVICE_LOG_CALLS)
-        self._server = _LockingThreadedMotoServer(port, self.dynamodb_lock, self.service_times)
+        self._server = _LockingThreadedMotoServer(
+            port, self.dynamodb_lock, self.service_times, self.kinesis_read_lock
+        )
         self._endpoint: str | None = None
 
     def start(self) -> str:
