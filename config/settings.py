@@ -169,6 +169,11 @@ class ConsumerSettings(BaseModel):
     # The CPU figure KCL 3 balances leases by: "cpu" (the launcher's own, no platform probe), "platform" (KCL
     # picks one by probing the ECS, EKS and EC2 metadata addresses), "off" (no balancing by load).
     worker_metrics: Literal["cpu", "platform", "off"] = "cpu"
+    # KCL 3's graceful lease handoff (the old owner checkpoints before a moved lease is taken). Off: in
+    # KCL 3.1.3 a handoff asked before the shard's consumer initialised leaves the shard unread until a
+    # restart (the launcher's SchedulerSettings says more); without it a moved lease is replayed from
+    # its last checkpoint, which the lake and the cleanup absorb.
+    graceful_lease_handoff: bool = False
     metrics_enabled: bool = False
     handler_retry_attempts: int = Field(default=5, ge=1)
     handler_retry_max_seconds: float = Field(default=10.0, gt=0)
@@ -360,6 +365,9 @@ class LakeSettings(BaseModel):
     # A child gives up on the writer's answer after this (its flush fails and is retried: the retry is
     # planned against the table, so a late commit of the first attempt lands nothing twice).
     writer_reply_timeout_seconds: float = Field(default=60.0, gt=0)
+    # A child that cannot reach its writer (the daemon restarts a dead one at once, a crash-looping one
+    # less and less often) tries again for this long before the flush fails and its window is parked.
+    writer_reconnect_seconds: float = Field(default=30.0, ge=0)
     # Set by the daemon for its children (not by hand): the worker writer's address file.
     worker_writer: Path | None = None
 

@@ -188,7 +188,11 @@ def lake_handler(settings: Settings, *, name: str = "lake") -> DroppingUsers:
     commits = (
         None
         if lake.worker_writer is None
-        else WorkerWriterClient(lake.worker_writer, reply_timeout=lake.writer_reply_timeout_seconds)
+        else WorkerWriterClient(
+            lake.worker_writer,
+            reply_timeout=lake.writer_reply_timeout_seconds,
+            reconnect_seconds=lake.writer_reconnect_seconds,
+        )
     )
     landing = LakeHandler(lake_from_settings(settings), lake, name=name, commits=commits)
     return DroppingUsers(landing, erased_filter(ledger))

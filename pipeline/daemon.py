@@ -97,6 +97,7 @@ def launcher_properties(settings: Settings, *, stream_arn: str, worker_id: str, 
         "inMemoryWorkerMetricsCaptureFrequencyMillis": str(consumer.worker_metrics_capture_ms),
         "workerMetricsReporterFreqInMillis": str(consumer.worker_metrics_report_ms),
         "workerMetrics": consumer.worker_metrics,
+        "gracefulLeaseHandoff": str(consumer.graceful_lease_handoff).lower(),
         "metricsEnabled": str(consumer.metrics_enabled).lower(),
     }
     return "".join(f"{key} = {value}\n" for key, value in values.items() if value is not None)
@@ -274,9 +275,10 @@ class KclDaemon:
 
 
 class _Writer:
-    """The lake worker writer beside the JVM: started with it, restarted (after a second) whenever it
-    exits while the daemon runs, stopped after the JVM. In its own session, so a kill of the JVM's
-    process group leaves it, and its log lines go where the children's go."""
+    """The lake worker writer beside the JVM: started with it, restarted whenever it exits while the
+    daemon runs (at once after a run of 30 s or more, else after a wait that doubles), stopped after
+    the JVM. In its own session, so a kill of the JVM's process group leaves it, and its log lines go
+    where the children's go."""
 
     def __init__(self, spec: DaemonSpec) -> None:
         self._spec = spec
@@ -335,10 +337,11 @@ class _Writer:
         while not self._stopping.is_set():
             process = self._process
             if process is not None and process.poll() is not None:
-                # A writer that ran a while is restarted at once; one that keeps failing to start
-                # (its address taken, a refused setting) is retried less and less often.
+                # A writer that ran a while is restarted at once (its children are waiting to send
+                # again); one that keeps failing to start (its address taken, a refused setting) is
+                # retried less and less often.
                 lived = time.monotonic() - self._launched
-                wait = 1.0 if lived > 30 else min(wait * 2, 30.0)
+                wait = 0.0 if lived > 30 else min(max(wait, 0.5) * 2, 30.0)
                 logger.warning(
                     "lake writer exited; restarting it",
                     extra={"exit_code": process.returncode, "in_seconds": wait},
@@ -346,7 +349,8 @@ class _Writer:
                 if self._stopping.wait(wait):
                     return
                 with self._lock:
-                    if not self._stopping.is_set():
+                    # start() may have launched one meanwhile: a second would find its address taken.
+                    if not self._stopping.is_set() and self._process is process:
                         self._launch()
             self._stopping.wait(0.2)
 

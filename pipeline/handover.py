@@ -52,7 +52,9 @@ class ReadResolver(Protocol):
 
 @dataclass
 class HandoverStats:
-    """One shard's handover figures since the process started. Counts and times only."""
+    """One shard's handover figures since the consumer began handing over at this H: a restarted
+    consumer carries on from the shard's stats file (changes read again after a restart are counted
+    again). Counts and times only."""
 
     shard_id: str
     handed: int = 0
@@ -108,18 +110,45 @@ class Handover:
         return kept
 
     def past_handover(self, shard_id: str) -> bool:
-        """Whether the shard has given a change created at or after H (read this run)."""
+        """Whether the shard has given a change created at or after H (this run or an earlier one)."""
         stats = self.stats.get(shard_id)
         return stats is not None and stats.newest_seen is not None and stats.newest_seen >= self._at
 
     def _stats_of(self, shard_id: str) -> HandoverStats:
         stats = self.stats.get(shard_id)
         if stats is None:
-            stats = self.stats[shard_id] = HandoverStats(shard_id=shard_id)
+            stats = self.stats[shard_id] = self._written(shard_id) or HandoverStats(shard_id=shard_id)
         return stats
 
+    def _path(self, shard_id: str) -> Path | None:
+        return None if self._stats_dir is None else self._stats_dir / f"{safe_name(shard_id)}.json"
+
+    def _written(self, shard_id: str) -> HandoverStats | None:
+        """The figures an earlier run of this consumer wrote for the shard, at the same H and side: a
+        child killed after reading the other side's changes checkpointed past them, so the run after it
+        never sees them, and its figures alone would say nothing was skipped."""
+        path = self._path(shard_id)
+        try:
+            body = json.loads(path.read_bytes()) if path is not None else None
+        except (OSError, ValueError):
+            return None  # none yet, or unreadable: begin again
+        keeps = "before" if self._before else "from"
+        if not isinstance(body, dict) or (body.get("handover_at"), body.get("keeps")) != (
+            self._at.isoformat(),
+            keeps,
+        ):
+            return None  # another handover's figures
+        newest = body.get("newest_seen")
+        return HandoverStats(
+            shard_id=shard_id,
+            handed=int(body.get("handed", 0)),
+            skipped=int(body.get("skipped", 0)),
+            newest_seen=None if newest is None else datetime.fromisoformat(newest),
+        )
+
     def _write(self, stats: HandoverStats) -> None:
-        if self._stats_dir is None:
+        path = self._path(stats.shard_id)
+        if path is None:
             return
         body = {
             "shard_id": stats.shard_id,
@@ -131,5 +160,4 @@ class Handover:
             "past_handover": self.past_handover(stats.shard_id),
             "updated_at": self._wall_clock().isoformat(),
         }
-        path = self._stats_dir / f"{safe_name(stats.shard_id)}.json"
         write_private_file(path, json.dumps(body, sort_keys=True).encode())

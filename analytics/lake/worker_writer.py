@@ -38,6 +38,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
 import pyarrow as pa
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from analytics.lake._commits import CommitReport, Commits, Pending, TableCommits
 from analytics.lake._filesystem import Lake
@@ -309,30 +310,60 @@ class WorkerWriter:
             flush.answered.set()
 
 
+class _WriterUnreachable(Exception):
+    """No writer answers at the address file's address (the cause says why); retried for a while."""
+
+
 class WorkerWriterClient:
     """A child's commits: each flush sent to its worker's writer, answered once the commit holding it
-    returned. Any failure to reach the writer or to hear from it within `reply_timeout` is a failed
-    commit (the handler keeps its buffer and raises a retryable error); the next flush connects again,
-    reading the address file afresh (a restarted writer has a new key)."""
+    returned. A writer that cannot be reached (gone, restarting, its address file not yet rewritten) is
+    tried again, reading the address file afresh each time (a restarted writer has a new key), for up
+    to `reconnect_seconds`: the daemon restarts a dead writer within seconds, and a flush sent again is
+    planned against the table, so rows a dead writer committed land nothing twice. Once that passes, or
+    when no answer comes within `reply_timeout` of a flush sent, the commit fails (the handler keeps its
+    buffer and raises a retryable error)."""
 
-    def __init__(self, address_file: Path, *, reply_timeout: float = 60.0) -> None:
+    def __init__(
+        self, address_file: Path, *, reply_timeout: float = 60.0, reconnect_seconds: float = 30.0
+    ) -> None:
         self._address_file = address_file
         self._reply_timeout = reply_timeout
+        self._reconnect = Retrying(
+            stop=stop_after_delay(reconnect_seconds),
+            wait=wait_fixed(0.2),
+            retry=retry_if_exception_type(_WriterUnreachable),
+            reraise=True,
+        )
         self._connection: Connection | None = None
 
     def commit(self, pending: Pending) -> CommitReport:
         if not pending:
             return CommitReport()
         try:
+            return self._reconnect(self._exchange, pending)
+        except (_WriterUnreachable, TimeoutError, ValueError, KeyError) as error:
+            cause = error.__cause__ if isinstance(error, _WriterUnreachable) else error
+            return CommitReport(failed=pending[0][0], error=f"worker writer {type(cause).__name__}")
+
+    def _exchange(self, pending: Pending) -> CommitReport:
+        try:
             connection = self._connect()
             _send_flush(connection, pending)
             if not connection.poll(self._reply_timeout):
+                # The writer is there but slow: sending again would only queue the flush twice.
+                self.close()
                 raise TimeoutError("no answer from the lake worker writer")
             return CommitReport.from_json(connection.recv_bytes())
-        except (OSError, EOFError, ValueError, KeyError, AuthenticationError) as error:
-            # OSError covers a missing address file, a refused connection and the timeout.
+        except TimeoutError:
+            raise
+        except (OSError, EOFError, AuthenticationError) as error:
+            # A missing address file, a refused connection, a key from before a restart, a writer that
+            # died with the flush (EOF): all mean "no writer right now".
             self.close()
-            return CommitReport(failed=pending[0][0], error=f"worker writer {type(error).__name__}")
+            raise _WriterUnreachable from error
+        except (ValueError, KeyError):
+            self.close()
+            raise
 
     def connect(self) -> None:
         """Connect now rather than at the first flush (the writer then counts this child among those

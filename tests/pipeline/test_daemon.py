@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from config import load_settings, settings_environment
+from config import Settings, load_settings, settings_environment
 from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties, stable_worker_id, supervise
 
 STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/entitlements/stream/2026-01-01T00:00:00.000"
@@ -47,6 +47,15 @@ def test_the_launcher_properties_carry_the_worker_metrics_reporter_timings() -> 
         "inMemoryWorkerMetricsCaptureFrequencyMillis = 200",
         "workerMetricsReporterFreqInMillis = 4000",
     } <= set(properties.splitlines())
+
+
+def test_the_launcher_properties_leave_kcls_graceful_lease_handoff_off_unless_asked() -> None:
+    def handoff(settings: Settings) -> set[str]:
+        properties = launcher_properties(settings, stream_arn=STREAM, worker_id="w1", child_command="child")
+        return {line for line in properties.splitlines() if line.startswith("gracefulLeaseHandoff")}
+
+    assert handoff(load_settings()) == {"gracefulLeaseHandoff = false"}
+    assert handoff(load_settings(consumer={"graceful_lease_handoff": True})) == {"gracefulLeaseHandoff = true"}
 
 
 def test_a_run_has_delivered_once_a_shard_stats_file_is_written_after_its_start(tmp_path: Path) -> None:

@@ -155,6 +155,24 @@ def test_the_shard_figures_are_written_with_counts_and_times_only(tmp_path: Path
     }
 
 
+def test_a_restarted_consumer_carries_on_from_the_shards_written_figures(tmp_path: Path) -> None:
+    # The first run skipped a change before H and checkpointed past it; the run after a kill reads on.
+    Handover(at=H, keep="from", stats_dir=tmp_path).resolve([kinesis_change("a", H_MICROS - 1)])
+    restarted = Handover(at=H, keep="from", stats_dir=tmp_path)
+    restarted.resolve([kinesis_change("b", H_MICROS + 1)])
+
+    written = json.loads((tmp_path / f"{SHARD}.json").read_text())
+    assert (written["skipped"], written["handed"]) == (1, 1)
+
+
+def test_the_figures_of_another_handover_time_are_not_carried_on(tmp_path: Path) -> None:
+    Handover(at=H, keep="from", stats_dir=tmp_path).resolve([kinesis_change("a", H_MICROS - 1)])
+    later = Handover(at=H + timedelta(hours=1), keep="from", stats_dir=tmp_path)
+    later.resolve([kinesis_change("b", H_MICROS + 1)])
+
+    assert (later.stats[SHARD].skipped, later.stats[SHARD].handed) == (1, 0)
+
+
 def test_a_handover_time_with_a_fraction_of_a_second_is_refused() -> None:
     with pytest.raises(ValueError, match="whole second"):
         Handover(at=H + timedelta(milliseconds=500), keep="before")

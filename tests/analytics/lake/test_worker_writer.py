@@ -31,9 +31,10 @@ class Running:
     stop: threading.Event
     thread: threading.Thread
 
-    def child(self, lake: Lake) -> LakeHandler:
-        """A child's landing, connected (so the writer waits for its flush as for the others')."""
-        client = WorkerWriterClient(self.address_file, reply_timeout=30)
+    def child(self, lake: Lake, *, reconnect_seconds: float = 0.0) -> LakeHandler:
+        """A child's landing, connected (so the writer waits for its flush as for the others'); by
+        default it does not wait for a writer that is gone."""
+        client = WorkerWriterClient(self.address_file, reply_timeout=30, reconnect_seconds=reconnect_seconds)
         client.connect()
         return LakeHandler(lake, commits=client)
 
@@ -170,11 +171,12 @@ def test_a_flush_that_cannot_commit_fails_alone_and_the_others_land(
 def test_no_writer_is_a_retryable_error_and_the_buffer_is_kept(
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
-    child = LakeHandler(lake, commits=WorkerWriterClient(tmp_path / "absent.json", reply_timeout=5))
+    client = WorkerWriterClient(tmp_path / "absent.json", reply_timeout=5, reconnect_seconds=0.5)
+    child = LakeHandler(lake, commits=client)
     for event in history.events:
         child.add(event)
     with pytest.raises(RetryableError):
-        child.flush()
+        child.flush()  # after half a second of trying
     assert child.buffered == len(history.events)
 
 
@@ -195,13 +197,41 @@ def test_a_child_finds_a_restarted_writer_and_its_retry_lands(
         assert _rows(lake, CHANGES) == len(history.events)
 
 
+def test_a_flush_sent_while_its_writer_restarts_waits_for_the_new_writer_and_lands(
+    lake: Lake, history: TableSim, tmp_path: Path
+) -> None:
+    address_file = tmp_path / "writer.json"
+    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as first:
+        child = first.child(lake, reconnect_seconds=30)
+        child.add(history.events[0])
+        child.flush()
+    # The first writer is gone (its address file with it); the next one comes up a second later, with a
+    # new key, while the child's flush is trying to reach a writer.
+    restarted = threading.Event()
+
+    def restart() -> None:
+        threading.Event().wait(1.0)
+        with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file):
+            restarted.set()
+            threading.Event().wait(5.0)
+
+    thread = threading.Thread(target=restart, daemon=True)
+    thread.start()
+    for event in history.events[1:]:
+        child.add(event)
+    child.flush()
+    assert restarted.is_set()
+    assert _rows(lake, CHANGES) == len(history.events)
+    thread.join(10)
+
+
 def test_a_child_with_the_wrong_key_is_refused(
     lake: Lake, history: TableSim, running: Running, tmp_path: Path
 ) -> None:
     entry = json.loads(running.address_file.read_bytes())
     forged = tmp_path / "forged.json"
     forged.write_text(json.dumps({"address": entry["address"], "key": "00" * 32}))
-    child = LakeHandler(lake, commits=WorkerWriterClient(forged, reply_timeout=5))
+    child = LakeHandler(lake, commits=WorkerWriterClient(forged, reply_timeout=5, reconnect_seconds=0.5))
     child.add(history.events[0])
     with pytest.raises(RetryableError):
         child.flush()

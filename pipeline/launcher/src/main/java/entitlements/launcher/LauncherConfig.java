@@ -37,6 +37,7 @@ final class LauncherConfig {
     final long workerMetricsCaptureFrequencyMillis;
     final long workerMetricsReporterFreqMillis;
     final String workerMetrics;
+    final boolean gracefulLeaseHandoff;
     final int maxRecords;
     final int maxGetRecordsPerSecond;
     final boolean metricsEnabled;
@@ -81,6 +82,7 @@ final class LauncherConfig {
         workerMetricsReporterFreqMillis =
                 longValue(p, "workerMetricsReporterFreqInMillis", Math.max(1000L, failoverTimeMillis / 2));
         workerMetrics = p.getProperty("workerMetrics", "cpu").trim();
+        gracefulLeaseHandoff = Boolean.parseBoolean(p.getProperty("gracefulLeaseHandoff", "false"));
         maxRecords = (int) longValue(p, "maxRecords", 1000L);
         // DynamoDB Streams' limit, and Kinesis's: 5 GetRecords calls a second a shard.
         maxGetRecordsPerSecond = (int) longValue(p, "maxGetRecordsPerSecond", 5L);

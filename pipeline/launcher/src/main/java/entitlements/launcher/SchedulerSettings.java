@@ -18,6 +18,15 @@ final class SchedulerSettings {
                 .failoverTimeMillis(config.failoverTimeMillis)
                 .leaseAssignmentIntervalMillis(config.leaseAssignmentIntervalMillis)
                 .shardSyncIntervalMillis(config.shardSyncIntervalMillis);
+        // Off by default: in KCL 3.1.3 a handoff asked of a shard consumer that has not initialised yet (a
+        // lease the leader moves again within seconds of assigning it, as balancing does) is never finished
+        // nor timed out; the old owner keeps renewing a lease it no longer processes and the shard is silent
+        // until that worker restarts (awslabs/amazon-kinesis-client#1729, fixed after 3.1.3; seen here with
+        // 3 workers over 8 shards). Without the handoff a moved lease is simply taken: the old owner's next
+        // checkpoint is refused, and the new owner replays from the last checkpoint, which the lake drops.
+        leases.gracefulLeaseHandoffConfig(LeaseManagementConfig.GracefulLeaseHandoffConfig.builder()
+                .isGracefulLeaseHandoffEnabled(config.gracefulLeaseHandoff)
+                .build());
         // Worker metrics feed KCL 3's utilisation-aware lease balancing. The reporter writes this worker's
         // WorkerMetricStats row (the leader assigns a worker leases only once it has one): the first report
         // after twice the capture period, then every period. "cpu" (the default) hands KCL our own CPU metric,
