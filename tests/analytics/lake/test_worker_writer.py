@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +54,11 @@ def serving(writer: WorkerWriter, address_file: Path) -> Iterator[Running]:
     finally:
         stop.set()
         thread.join(10)
+
+
+def serving_quickly(lake: Lake, address_file: Path) -> AbstractContextManager[Running]:
+    """A writer with a short gather serving `lake` for a block (one child, or flushes timed apart)."""
+    return serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file)
 
 
 @pytest.fixture
@@ -112,7 +117,7 @@ def test_a_flush_returns_with_its_rows_already_in_the_table(
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
     address_file = tmp_path / "writer.json"
-    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as served:
+    with serving_quickly(lake, address_file) as served:
         child = served.child(lake)
         for event in history.events:
             child.add(event)
@@ -184,7 +189,7 @@ def test_a_child_finds_a_restarted_writer_and_its_retry_lands(
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
     address_file = tmp_path / "writer.json"
-    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as first:
+    with serving_quickly(lake, address_file) as first:
         child = first.child(lake)
         child.add(history.events[0])
         child.flush()
@@ -192,7 +197,7 @@ def test_a_child_finds_a_restarted_writer_and_its_retry_lands(
         child.add(event)
     with pytest.raises(RetryableError):
         child.flush()  # the writer is gone
-    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file):
+    with serving_quickly(lake, address_file):
         child.flush()
         assert _rows(lake, CHANGES) == len(history.events)
 
@@ -201,7 +206,7 @@ def test_a_flush_sent_while_its_writer_restarts_waits_for_the_new_writer_and_lan
     lake: Lake, history: TableSim, tmp_path: Path
 ) -> None:
     address_file = tmp_path / "writer.json"
-    with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file) as first:
+    with serving_quickly(lake, address_file) as first:
         child = first.child(lake, reconnect_seconds=30)
         child.add(history.events[0])
         child.flush()
@@ -211,7 +216,7 @@ def test_a_flush_sent_while_its_writer_restarts_waits_for_the_new_writer_and_lan
 
     def restart() -> None:
         threading.Event().wait(1.0)
-        with serving(WorkerWriter(lake, address_file, gather_seconds=0.1), address_file):
+        with serving_quickly(lake, address_file):
             restarted.set()
             threading.Event().wait(5.0)
 
