@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import psutil
+import psutil  # type: ignore[import-untyped]  # the venv has no types-psutil
 
 from analytics.lake import Lake, lake_from_settings
 from config import ArraySettings, Settings, load_settings
