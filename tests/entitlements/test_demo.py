@@ -142,9 +142,16 @@ def test_each_forced_race_is_refused_by_save_if_active_and_the_unguarded_one_ove
 def test_cleanups_parked_in_each_run_were_finished_by_the_retry_worker(runs: list[DemoRun]) -> None:
     drained = [run.summary["retry_worker"] for run in runs]
     # A retry that fails again (under load, Array's answer can outlast the retry budget) is parked again
-    # and taken by a later pass: what must hold is that the drain ends with nothing left and nothing
-    # malformed. (A run at load 12 reparked 9 and 3 of them, all finished.)
-    assert [(d["finished"] > 0, d["malformed"], d["empty"]) for d in drained] == [(True, 0, True)] * 3
+    # and taken by a later pass: what must hold is that the drain ends with every parked cleanup
+    # finished, nothing left and nothing malformed. (A run at load 12 reparked 9 and 3 of them, all
+    # finished.) The refusal comes after the workload, so a run parks only the deletes still due then:
+    # the run without burners has some (40 in one run, 2 beside one burner), but under more load the
+    # workload takes longer in real time while the demo's clock runs on, and every cleanup record may
+    # have expired and been cleaned up before it ends (0 beside two burners and other tests, once).
+    assert [(d["finished"], d["malformed"], d["empty"]) for d in drained] == [
+        (d["received"], 0, True) for d in drained
+    ]
+    assert drained[0]["finished"] > 0
 
 
 def test_every_expiry_reached_its_final_outcome_and_nothing_was_quarantined(runs: list[DemoRun]) -> None:
