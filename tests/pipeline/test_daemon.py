@@ -55,7 +55,9 @@ def test_the_launcher_properties_leave_kcls_graceful_lease_handoff_off_unless_as
         return {line for line in properties.splitlines() if line.startswith("gracefulLeaseHandoff")}
 
     assert handoff(load_settings()) == {"gracefulLeaseHandoff = false"}
-    assert handoff(load_settings(consumer={"graceful_lease_handoff": True})) == {"gracefulLeaseHandoff = true"}
+    assert handoff(load_settings(consumer={"graceful_lease_handoff": True})) == {
+        "gracefulLeaseHandoff = true"
+    }
 
 
 def test_a_run_has_delivered_once_a_shard_stats_file_is_written_after_its_start(tmp_path: Path) -> None:
