@@ -28,8 +28,8 @@ the reads one at a time and records each one's time under that lock: service onl
 >= 0.9x. CPU µs a record per kind of process (the JVMs, the Python children, the lake writers, moto),
 read from /proc from each worker's first batch to the drain's end (approximate: a child started after
 that batch is counted from when it was first seen); and the processes' CPU against the machine's
-cores: with every process of the drain on 2 cores, the machine bounds it, so more workers do not add
-throughput once the cores are busy.
+cores: every process of the drain shares 2 cores, so more workers add no throughput once the cores are
+busy (the share printed says whether they were).
 
 **failover**: 3 workers over 8 shards of a table forwarded to Kinesis (`tests.support.kcl`, as
 tests/pipeline/test_kcl_kinesis_scale.py runs them, with its settings: `worker_metrics = off` so that
@@ -110,7 +110,7 @@ FAILOVER_CONSUMER = {
 }
 LEADER_LINE = "is a leader, performing assignment"  # KCL's LeaseAssignmentManager, each leader cycle
 
-_SHARD = re.compile(r"for shard (\S+)")
+_SHARD = re.compile(r"for shard ([A-Za-z0-9_.-]+)")
 _SIZE = re.compile(r"Message size == (\d+) bytes")
 
 
@@ -552,7 +552,7 @@ def _report_drain(run: _DrainRun) -> bool:
         )
         + f"; together {total / run.records * 1e6:,.0f} µs, {total:.1f} CPU s over the "
         f"{run.landed_after:.1f} s to the last checkpoint: {total / run.landed_after / cores:.0%} of the "
-        f"machine's {cores} cores, which every process of the drain shares: they bound it)"
+        f"machine's {cores} cores, shared by every process of the drain: they bound it once busy)"
     )
     return met
 
