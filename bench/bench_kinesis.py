@@ -81,7 +81,7 @@ from devstack.moto_process import moto_process
 from entitlements.compose import setup_retry_queues
 from pipeline import KclDaemon, create_table, launcher_application_name
 from schema import table_writes as writes
-from tests.support.kcl import RunningConsumer, active_row, forwarded_table, running_consumer
+from tests.support.kcl import RunningConsumer, active_row, forwarded_table, lease_owners, running_consumer
 
 T = TypeVar("T")
 
@@ -198,19 +198,6 @@ def _leader_since(logs: list[Path], since: float) -> float | None:
         if LEADER_LINE in line and (at := _epoch(line)) is not None and at >= since
     ]
     return min(times, default=None)
-
-
-def _owners(dynamodb: Any, lease_table: str) -> dict[str, str | None]:
-    """Each shard's lease owner, read from the application's lease table (none before it exists)."""
-    try:
-        items = dynamodb.scan(TableName=lease_table, ConsistentRead=True)["Items"]
-    except dynamodb.exceptions.ResourceNotFoundException:
-        return {}
-    return {
-        str(item["leaseKey"]["S"]): str(item["leaseOwner"]["S"]) if "leaseOwner" in item else None
-        for item in items
-        if "leaseKey" in item
-    }
 
 
 def _most_leases(workers: int) -> int:
@@ -374,7 +361,7 @@ class _DrainFleet:
     lease_table: str
 
     def spread(self) -> dict[str, int] | None:
-        return _spread(_owners(self.dynamodb, self.lease_table), set(self.daemons))
+        return _spread(lease_owners(self.dynamodb, self.lease_table), set(self.daemons))
 
     def start(self) -> None:
         for daemon, _ in self.daemons.values():
@@ -466,7 +453,7 @@ def _drain(workers: int, records: int, workdir: Path) -> _DrainRun:
         _wait(drained, f"the {records:,}-record backlog checkpointed on every shard", DRAIN_TIMEOUT)
         done = time.time()
         drained()  # a last CPU sample of every process
-        leases_after = _counts(_owners(dynamodb, fleet.lease_table), list(fleet.daemons))
+        leases_after = _counts(lease_owners(dynamodb, fleet.lease_table), list(fleet.daemons))
         calls = [call for call in served_calls(moto.endpoint, KINESIS_GET_RECORDS) if call.began >= restarted]
         handed = [_deliveries(log, restarted) for _, log in fleet.daemons.values()]
     firsts = [min(times) for times in handed if times]
@@ -642,16 +629,13 @@ class _Fleet:
         return self.consumer.settings
 
     def start(self) -> str:
-        self.started += 1
-        worker = f"worker-{self.started}"
-        self.consumer.start_worker(worker)
-        return worker
+        return self.consumer.start_next_worker()
 
     def live(self) -> set[str]:
-        return {worker for worker, daemon in self.consumer.daemons.items() if daemon.running}
+        return self.consumer.live_workers()
 
     def owners(self) -> dict[str, str | None]:
-        return _owners(self.dynamodb, launcher_application_name(self.settings))
+        return lease_owners(self.dynamodb, launcher_application_name(self.settings))
 
     def log(self, worker: str) -> Path:
         return self.settings.consumer.state_dir / "daemon" / f"daemon-{worker}.log"

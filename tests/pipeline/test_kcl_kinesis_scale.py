@@ -38,8 +38,15 @@ import pytest
 from config import Settings
 from devstack.kinesis_forwarder import KinesisForwarder
 from devstack.moto_server import MotoServer
-from pipeline.daemon import KclDaemon, launcher_application_name
-from tests.support.kcl import RunningConsumer, active_row, dynamodb, forwarded_table, running_consumer
+from pipeline.daemon import launcher_application_name
+from tests.support.kcl import (
+    RunningConsumer,
+    active_row,
+    dynamodb,
+    forwarded_table,
+    lease_owners,
+    running_consumer,
+)
 from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
@@ -98,36 +105,19 @@ class Fleet:
     writer: Writer
     forwarder: KinesisForwarder
     endpoint: str
-    started: int = 0
 
     @property
     def settings(self) -> Settings:
         return self.consumer.settings
 
     def start(self) -> str:
-        self.started += 1
-        worker_id = f"worker-{self.started}"
-        self.consumer.start_worker(worker_id)
-        return worker_id
+        return self.consumer.start_next_worker()
 
-    def live(self) -> dict[str, KclDaemon]:
-        return {worker: daemon for worker, daemon in self.consumer.daemons.items() if daemon.running}
+    def live(self) -> set[str]:
+        return self.consumer.live_workers()
 
     def owners(self) -> dict[str, str | None]:
-        """Each shard's lease owner, read from the application's lease table (none before a worker
-        has created it)."""
-        client = dynamodb(self.endpoint)
-        try:
-            items = client.scan(TableName=launcher_application_name(self.settings), ConsistentRead=True)[
-                "Items"
-            ]
-        except client.exceptions.ResourceNotFoundException:
-            return {}
-        return {
-            str(item["leaseKey"]["S"]): str(item["leaseOwner"]["S"]) if "leaseOwner" in item else None
-            for item in items
-            if "leaseKey" in item
-        }
+        return lease_owners(dynamodb(self.endpoint), launcher_application_name(self.settings))
 
     def held(self, owners: dict[str, str | None] | None = None) -> dict[str, int]:
         """How many leases each live worker holds (0 included), in `owners` or a fresh read."""

@@ -126,6 +126,21 @@ def forwarded_table(endpoint: str, shards: int, faults: Faults | None = None) ->
     return ForwardedTable(name, stream_arn, kinesis_name, kinesis_arn, forwarder)
 
 
+def lease_owners(client: Any, lease_table: str) -> dict[str, str | None]:
+    """Each shard's lease owner, read from an application's lease table (none before a worker of it
+    created the table)."""
+    try:
+        items = client.scan(TableName=lease_table, ConsistentRead=True)["Items"]
+    except client.exceptions.ResourceNotFoundException:
+        return {}
+    owners: dict[str, str | None] = {
+        str(item["leaseKey"]["S"]): str(item["leaseOwner"]["S"]) if "leaseOwner" in item else None
+        for item in items
+        if "leaseKey" in item
+    }
+    return owners
+
+
 @dataclass
 class RunningConsumer:
     settings: Settings
@@ -153,6 +168,15 @@ class RunningConsumer:
         daemon.start()
         self.daemons[worker_id] = daemon
         return daemon
+
+    def start_next_worker(self) -> str:
+        """Start one more worker of the application, named after how many were started before it."""
+        worker_id = f"worker-{len(self.daemons) + 1}"
+        self.start_worker(worker_id)
+        return worker_id
+
+    def live_workers(self) -> set[str]:
+        return {worker for worker, daemon in self.daemons.items() if daemon.running}
 
     def events(self) -> list[dict[str, Any]]:
         if not self.journal.exists():
