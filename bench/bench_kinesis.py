@@ -82,6 +82,7 @@ from entitlements.compose import setup_retry_queues
 from pipeline import KclDaemon, create_table, launcher_application_name
 from schema import table_writes as writes
 from tests.support.kcl import RunningConsumer, active_row, forwarded_table, lease_owners, running_consumer
+from tests.support.polling import wait_for
 
 T = TypeVar("T")
 
@@ -148,13 +149,11 @@ def _load() -> str:
 
 
 def _wait(probe: Callable[[], T | None], what: str, timeout: float, interval: float = POLL_SECONDS) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise SystemExit(f"bench_kinesis: timed out after {timeout:.0f} s waiting for {what}")
+    """`tests.support.polling.wait_for`, ending the bench with one line instead of a test's failure."""
+    try:
+        return wait_for(probe, timeout=timeout, interval=interval)
+    except AssertionError:
+        raise SystemExit(f"bench_kinesis: timed out after {timeout:.0f} s waiting for {what}") from None
 
 
 def _epoch(line: str) -> float | None:

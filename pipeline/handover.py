@@ -81,7 +81,7 @@ class Handover:
             # changes between the consumers by a time only one of them can see.
             raise ValueError("the handover time must be a whole second")
         self._at = at.astimezone(UTC)
-        self._before = keep == "before"
+        self._keep = keep
         self._inner = inner
         self._stats_dir = stats_dir
         self._wall_clock = wall_clock
@@ -93,7 +93,7 @@ class Handover:
 
     def keeps(self, event: StreamEvent) -> bool:
         """Whether the change is this consumer's to hand on."""
-        return (event.created_at < self._at) is self._before
+        return (event.created_at < self._at) is (self._keep == "before")
 
     def resolve(self, read: Sequence[tuple[_T, StreamEvent]]) -> list[tuple[_T, StreamEvent]]:
         pairs = list(read) if self._inner is None else self._inner.resolve(read)
@@ -132,11 +132,8 @@ class Handover:
             body = json.loads(path.read_bytes()) if path is not None else None
         except (OSError, ValueError):
             return None  # none yet, or unreadable: begin again
-        keeps = "before" if self._before else "from"
-        if not isinstance(body, dict) or (body.get("handover_at"), body.get("keeps")) != (
-            self._at.isoformat(),
-            keeps,
-        ):
+        ours = (self._at.isoformat(), self._keep)
+        if not isinstance(body, dict) or (body.get("handover_at"), body.get("keeps")) != ours:
             return None  # another handover's figures
         newest = body.get("newest_seen")
         return HandoverStats(
@@ -153,7 +150,7 @@ class Handover:
         body = {
             "shard_id": stats.shard_id,
             "handover_at": self._at.isoformat(),
-            "keeps": "before" if self._before else "from",
+            "keeps": self._keep,
             "handed": stats.handed,
             "skipped": stats.skipped,
             "newest_seen": None if stats.newest_seen is None else stats.newest_seen.isoformat(),

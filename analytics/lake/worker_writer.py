@@ -349,18 +349,21 @@ class WorkerWriterClient:
         try:
             connection = self._connect()
             _send_flush(connection, pending)
-            if not connection.poll(self._reply_timeout):
-                # The writer is there but slow: sending again would only queue the flush twice.
-                self.close()
-                raise TimeoutError("no answer from the lake worker writer")
-            return CommitReport.from_json(connection.recv_bytes())
-        except TimeoutError:
-            raise
+            answer = connection.recv_bytes() if connection.poll(self._reply_timeout) else None
         except (OSError, EOFError, AuthenticationError) as error:
             # A missing address file, a refused connection, a key from before a restart, a writer that
             # died with the flush (EOF): all mean "no writer right now".
             self.close()
             raise _WriterUnreachable from error
+        except (ValueError, KeyError):
+            self.close()  # an address file that is not one
+            raise
+        if answer is None:
+            # The writer is there but slow: sending again would only queue the flush twice.
+            self.close()
+            raise TimeoutError("no answer from the lake worker writer")
+        try:
+            return CommitReport.from_json(answer)
         except (ValueError, KeyError):
             self.close()
             raise
