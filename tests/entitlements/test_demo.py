@@ -164,7 +164,10 @@ def test_every_expiry_reached_its_final_outcome_and_nothing_was_quarantined(runs
 def test_a_run_with_a_planted_fault_suppressed_ends_non_zero_and_names_it(tmp_path: Path) -> None:
     run = demo(tmp_path / "demo", "--suppress-fault", "string_ttl")
     assert run.returncode == 1
-    assert run.verdict_lines[0] == "demo FAILED: 4 of 5 planted faults found, 0 unexpected findings"
+    assert run.verdict_lines[0] == "demo FAILED: 4 of 5 planted faults found, 0 unexpected findings", (
+        run.verdict_lines,
+        run.unexpected_rows,
+    )
     assert run.verdict_lines[-1] == (
         "- MISSING F003 string_ttl: not reported by "
         "cleanup_ttl_not_actionable, cleanup_ttl_not_actionable_ever"
