@@ -8,7 +8,8 @@ non-zero when a part fails or misses a target.
 
 **drain**: a backlog of `BENCH_KINESIS_RECORDS` records (default 50,000) over a Kinesis stream of 8
 shards, read by 1, 2 and then 3 workers (a fresh moto, stream and application each), with the shipped
-poll settings (idle time, 1,000 records a call, the launcher's call spacing) and `worker_metrics = off`,
+poll settings (idle time, 1,000 records a call, the launcher's call spacing; `BENCH_KINESIS_WORKERS`
+chooses the worker counts, default 1,2,3) and `worker_metrics = off`,
 the setting docs/operations/sources.md ("Several workers") gives workers that share a host (with the
 shipped `cpu` every worker on one host reports the same figure and a late worker may keep no lease).
 The backlog is put straight into the Kinesis stream in the documented envelope (the forwarder's:
@@ -21,11 +22,15 @@ and the forwarder: the same records, set up in seconds instead of minutes. How a
    and the same daemons are started again: each takes its own leases back at once (their rows still
    name it), so the backlog is drained by the spread workers and no read of it overlaps the puts;
 3. the drain ends when the lease table holds each shard's checkpoint at its last backlog record.
-Figures: records/s from the first GetRecords call that returned backlog records to the last record
-handed to a child (the daemons' restart, counted apart), beside the ceiling: moto's own service time of
+Figures: records/s handed to the children from the moment the last of them is ready (its initialize
+answered) to the last record handed (records counted by the share of the backlog's message bytes
+handed in that span), beside the ceiling: moto's own service time of
 the Kinesis GetRecords calls over the same span, summed over the shards (`devstack.moto_server` serves
 the reads one at a time and records each one's time under that lock: service only, no wait); target
->= 0.9x. CPU µs a record per kind of process (the JVMs, the Python children, the lake writers, moto),
+>= 0.9x. A restarted daemon's children start together, about 1.5 CPU s each on the shared cores,
+and KCL's prefetch reads each shard's first pages meanwhile: the start-up is printed beside the
+figure (the rate from the first read, the start-up included, and when the last child was ready), as
+are the daemons' restart and the put, so no part of the run is left out. CPU µs a record per kind of process (the JVMs, the Python children, the lake writers, moto),
 read from /proc from each worker's first batch to the drain's end (approximate: a child started after
 that batch is counted from when it was first seen); and the processes' CPU against the machine's
 cores: every process of the drain shares 2 cores, so more workers add no throughput once the cores are
@@ -93,6 +98,7 @@ PARTS = ("drain", "failover")
 KINESIS_GET_RECORDS = "Kinesis_20131202.GetRecords"
 PUT_BATCH = 500  # PutRecords' largest batch
 TRICKLE_SECONDS = 0.05  # one record (the drain's warm-up) or one item (the failover's traffic) this often
+_INITIALIZED = 'responseFor\\":\\"initialize'  # the JVM's line for a child's answer, as JSON-escaped
 EMPTY_MESSAGE_BYTES = 200  # a ProcessRecords message with no record is ~130 bytes, one record ~1,500
 EMPTY_PAGE_BYTES = 500  # an empty Kinesis GetRecords answer: ~200 bytes (the next iterator)
 SPREAD_TIMEOUT = 300.0  # JVMs starting on a loaded 2-core machine, then KCL's balancing settling
@@ -144,6 +150,20 @@ def _records() -> int:
     return int(raw)
 
 
+def _drain_workers() -> tuple[int, ...]:
+    raw = os.environ.get("BENCH_KINESIS_WORKERS", ",".join(map(str, DRAIN_WORKERS)))
+    chosen = tuple(int(part) for part in raw.split(",") if part.strip().isdigit())
+    if (
+        not chosen
+        or len(chosen) != len([p for p in raw.split(",") if p.strip()])
+        or not all(1 <= n <= SHARDS for n in chosen)
+    ):
+        raise SystemExit(
+            f"bench_kinesis: BENCH_KINESIS_WORKERS takes counts from 1 to {SHARDS}, comma separated"
+        )
+    return chosen
+
+
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -164,13 +184,13 @@ def _epoch(line: str) -> float | None:
         return None
 
 
-def _deliveries(log: Path, since: float) -> list[float]:
-    """The times of the non-empty ProcessRecords messages the daemon handed its children since `since`.
-    The JVM logs each message's write and then its size, per shard, from threads of its own, so with
-    several shards the two lines are paired by the shard they name."""
+def _deliveries(log: Path, since: float) -> list[tuple[float, int]]:
+    """The times and sizes (bytes) of the non-empty ProcessRecords messages the daemon handed its
+    children since `since`. The JVM logs each message's write and then its size, per shard, from
+    threads of its own, so with several shards the two lines are paired by the shard they name."""
     if not log.exists():
         return []
-    found: list[float] = []
+    found: list[tuple[float, int]] = []
     pending: dict[str, float] = {}
     for line in log.read_text(errors="replace").splitlines():
         if "Message" not in line or (shard := _SHARD.search(line)) is None:
@@ -181,10 +201,22 @@ def _deliveries(log: Path, since: float) -> list[float]:
         elif (size := _SIZE.search(line)) is not None:
             at = pending.pop(shard.group(1), None)
             if at is not None and at >= since and int(size.group(1)) > EMPTY_MESSAGE_BYTES:
-                found.append(at)
+                found.append((at, int(size.group(1))))
         elif "Writing " in line:
             pending.pop(shard.group(1), None)
     return found
+
+
+def _children_ready(log: Path, since: float) -> list[float]:
+    """When each child started since `since` answered its initialize message: from then on it takes
+    records (KCL's prefetch reads a shard's first pages while its child is still starting)."""
+    if not log.exists():
+        return []
+    return [
+        at
+        for line in log.read_text(errors="replace").splitlines()
+        if _INITIALIZED in line and (at := _epoch(line)) is not None and at >= since
+    ]
 
 
 def _leader_since(logs: list[Path], since: float) -> float | None:
@@ -323,6 +355,8 @@ class _DrainRun:
     workers: int
     records: int
     seconds: float  # first GetRecords with backlog records to the last record handed to a child
+    ready: float  # that first GetRecords to the last child of the run ready (its initialize answered)
+    handed_after_ready: float  # records handed from then on (the backlog's share of message bytes)
     moto_seconds: float  # moto's service time of the Kinesis GetRecords calls over the same span
     calls: int
     restart: float  # the daemons' restart to the first GetRecords with backlog records
@@ -336,6 +370,12 @@ class _DrainRun:
 
     @property
     def rate(self) -> float:
+        """Records handed a second once every child is ready: what the drain sustains."""
+        return self.handed_after_ready / (self.seconds - self.ready)
+
+    @property
+    def rate_with_start_up(self) -> float:
+        """The whole backlog over the whole drain, the children's start-up included."""
         return self.records / self.seconds
 
     @property
@@ -455,16 +495,27 @@ def _drain(workers: int, records: int, workdir: Path) -> _DrainRun:
         leases_after = _counts(lease_owners(dynamodb, fleet.lease_table), list(fleet.daemons))
         calls = [call for call in served_calls(moto.endpoint, KINESIS_GET_RECORDS) if call.began >= restarted]
         handed = [_deliveries(log, restarted) for _, log in fleet.daemons.values()]
-    firsts = [min(times) for times in handed if times]
+        ready = [at for _, log in fleet.daemons.values() for at in _children_ready(log, restarted)]
+    firsts = [min(at for at, _ in messages) for messages in handed if messages]
     full = [index for index, call in enumerate(calls) if call.bytes > EMPTY_PAGE_BYTES]
     if not full or len(firsts) != workers:
         raise SystemExit(f"bench_kinesis: {len(firsts)} of {workers} workers handed backlog records over")
     reading = calls[full[0] : full[-1] + 1]
     began = reading[0].began
+    last_handed = max(at for messages in handed for at, _ in messages)
+    all_ready = max(ready, default=began)
+    sizes = [(at, size) for messages in handed for at, size in messages]
+    share = sum(size for at, size in sizes if at >= all_ready) / sum(size for _, size in sizes)
+    if last_handed <= all_ready:
+        raise SystemExit(
+            "bench_kinesis: every backlog record was handed over before the last child was ready"
+        )
     return _DrainRun(
         workers=workers,
         records=records,
-        seconds=max(max(times) for times in handed if times) - began,
+        seconds=last_handed - began,
+        ready=max(all_ready - began, 0.0),
+        handed_after_ready=records * share,
         moto_seconds=sum(call.seconds for call in reading),
         calls=len(reading),
         restart=began - restarted,
@@ -506,8 +557,8 @@ def _report_drain(run: _DrainRun) -> bool:
         f"(worker_metrics off)",
         [
             Figure(
-                name=f"drain: a {run.records:,}-record backlog handed to the children, "
-                f"{run.workers} worker(s)",
+                name=f"drain: a {run.records:,}-record backlog handed to the children once all were "
+                f"ready, {run.workers} worker(s)",
                 value=run.rate,
                 unit="records/s",
                 baseline_name=f"ceiling: moto's service time of the {run.calls} same Kinesis GetRecords "
@@ -520,6 +571,13 @@ def _report_drain(run: _DrainRun) -> bool:
     )
     cores = os.cpu_count() or 1
     total = sum(run.cpu_seconds.values())
+    print(
+        f"  (the drain's rate from its first read, the children's start-up included: "
+        f"{run.rate_with_start_up:,.0f} records/s, {run.rate_with_start_up / run.ceiling:.2f}x; the last "
+        f"child ready {run.ready:.1f} s after that first read (KCL reads ahead meanwhile), "
+        f"{run.handed_after_ready:,.0f} records ({run.handed_after_ready / run.records:.0%}, by message "
+        f"bytes) handed over in the {run.seconds - run.ready:.1f} s after it)"
+    )
     print(
         f"  (drain {run.seconds:.1f} s from the first GetRecords with records to the last record handed "
         f"over, moto serving GetRecords {run.moto_seconds:.1f} s of it; every shard checkpointed at its "
@@ -568,7 +626,7 @@ def _drain_part(workdir: Path) -> bool:
     records = _records()
     runs: list[_DrainRun] = []
     met = True
-    for workers in DRAIN_WORKERS:
+    for workers in _drain_workers():
         try:
             run = _drain(workers, records, workdir)
         except SystemExit as failure:
