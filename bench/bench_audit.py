@@ -6,7 +6,7 @@ the command runs it: a new connection, the lake's views, the check, its counts),
 scan of the same columns of the same files (`min()` of every column the check reads: every value decoded
 and looked at once, nothing grouped, joined or sorted; `count()` would not do, DuckDB answers it from the
 Parquet footers). `now` is the table's state: the lake's own snapshot of the
-10-million-row change log (`analytics.lake.snapshot`, timed and printed too), which is what the command
+10-million-row change log (`analytics.lake.snapshots`, timed and printed too), which is what the command
 reads when a snapshot is current. The audit must find exactly the planted users. Target: <= 1.5x,
 both alone and beside one CPU burner (a busy loop; the audit and its baseline both measured beside it).
 

@@ -24,15 +24,16 @@ and the forwarder: the same records, set up in seconds instead of minutes. How a
 3. the drain ends when the lease table holds each shard's checkpoint at its last backlog record.
 Figures: records/s handed to the children from the moment the last of them is ready (its initialize
 answered) to the last record handed (records counted by the share of the backlog's message bytes
-handed in that span), beside the ceiling: moto's own service time of
-the Kinesis GetRecords calls over the same span, summed over the shards (`devstack.moto_server` serves
-the reads one at a time and records each one's time under that lock: service only, no wait); target
->= 0.9x. A restarted daemon's children start together, about 1.5 CPU s each on the shared cores,
-and KCL's prefetch reads each shard's first pages meanwhile: the start-up is printed beside the
-figure (the rate from the first read, the start-up included, and when the last child was ready), as
-are the daemons' restart and the put, so no part of the run is left out. CPU µs a record per kind of process (the JVMs, the Python children, the lake writers, moto),
-read from /proc from each worker's first batch to the drain's end (approximate: a child started after
-that batch is counted from when it was first seen); and the processes' CPU against the machine's
+handed in that span), beside the ceiling: moto's own service time of the Kinesis GetRecords calls
+of the backlog, summed over the shards (`devstack.moto_server` serves the reads one at a time and
+records each one's time under that lock: service only, no wait); target >= 0.9x. A restarted
+daemon's children start together, about 2 CPU s each on the shared cores, and KCL's prefetch reads
+each shard's first pages meanwhile: the start-up is printed beside the figure (the rate from the
+first read, the start-up included, and when the last child was ready), as are the daemons' restart
+and the put, so no part of the run is left out. CPU µs a record per kind of process (the JVMs, the
+Python children, the lake writers, moto), read from /proc from each worker's first batch to the
+drain's end (approximate: a child started after that batch is counted from when it was first seen);
+and the processes' CPU against the machine's
 cores: every process of the drain shares 2 cores, so more workers add no throughput once the cores are
 busy (the share printed says whether they were).
 

@@ -51,16 +51,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from adapters import HttpArrayAccounts, HttpArrayClient, HttpTransactions, RetryPolicy, pooled_http
-from analytics import (
-    AnalyticsLakeEraser,
-    LakeHandler,
-    MaintenancePolicy,
-    MaintenanceRunner,
-    WorkerWriter,
-    WorkerWriterClient,
-    lake_from_settings,
-    stable_owner,
-)
+from analytics import LakeHandler, WorkerWriter, WorkerWriterClient, lake_from_settings
 from config import ErasureSettings, Settings
 from entitlements._clients import aws_client
 from pipeline import (
@@ -118,6 +109,12 @@ from service import (
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+    from analytics import AnalyticsLakeEraser
+
+# The lake's eraser and maintenance (DuckDB, compaction, snapshots) are imported by the functions that
+# build them: every KCL child imports this module, and those would double its start-up, which a
+# restart or a lease move pays once per shard.
 
 # Bounds for the AWS calls of the setup and repair commands (the flush's clients get `flush_call_bounds`).
 AWS_TIMEOUTS: dict[str, Any] = {"connect_timeout": 2, "read_timeout": 5}
@@ -220,6 +217,8 @@ def lake_maintenance(settings: Settings, *, owner: str, stop: threading.Event) -
     back. None when `lake.maintenance_enabled` is off."""
     if not settings.lake.maintenance_enabled:
         return None
+    from analytics import MaintenancePolicy, MaintenanceRunner, stable_owner  # noqa: PLC0415
+
     runner = MaintenanceRunner(
         lake_from_settings(settings),
         MaintenancePolicy.from_settings(settings.lake),
@@ -232,6 +231,8 @@ def lake_maintenance(settings: Settings, *, owner: str, stop: threading.Event) -
 
 def lake_eraser(settings: Settings) -> AnalyticsLakeEraser:
     """The lake side of an erasure (mask, purge, holdings) for the settings' lake."""
+    from analytics import AnalyticsLakeEraser  # noqa: PLC0415
+
     return AnalyticsLakeEraser(lake_from_settings(settings))
 
 
@@ -406,6 +407,8 @@ def erasure_worker(settings: Settings, erasure: ErasureSettings, *, wait_seconds
     batch = erasure.batch_timeout_seconds
     bounded = {"connect_timeout": batch, "read_timeout": batch}
     sqs = aws_client(settings.aws, "sqs", connect_timeout=batch, read_timeout=max(batch, wait_seconds + 5))
+    from analytics import AnalyticsLakeEraser  # noqa: PLC0415
+
     state = private_dir(settings.consumer.state_dir)  # the ledger and the consumer's stores
     lake = lake_from_settings(settings)
     setup = "entitlements erasure setup"

@@ -4,23 +4,21 @@ version it is written on (exactly once: `analytics.lake._high_water`).
 Two places commit: the landing handler itself (`TableCommits`, in the process that buffered the rows)
 and the worker writer (`analytics.lake.worker_writer`), which takes the flushes of a worker's children
 and commits the ones that arrive together through the same `TableCommits`. Either way the answer is a
-`CommitReport`: which tables committed, and the first that failed (the later ones are not tried, so a
+`CommitReport` (`analytics.lake._commit_report`, light: a KCL child's landing handler and its
+worker-writer client import it without loading the planner, delta-rs and pyarrow.dataset): which
+tables committed, and the first that failed (the later ones are not tried, so a
 retry writes only what is still buffered).
 """
 
 from __future__ import annotations
 
-__all__ = ["CommitReport", "Commits", "Pending", "TableCommits"]
-
-import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Protocol
+__all__ = ["TableCommits"]
 
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
+from analytics.lake._commit_report import CommitReport, Pending
 from analytics.lake._delta import Prepared, append, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._filesystem import Lake
@@ -32,36 +30,6 @@ from analytics.lake._high_water import (
 )
 from analytics.lake._rows import PendingFile
 from analytics.lake._schema import CHANGES, OUTCOMES, PARTITION_COLUMN, AllowList
-
-# One flush: each table's pending parts, in the order the tables are committed.
-Pending = Sequence[tuple[str, list[PendingFile]]]
-
-
-@dataclass(frozen=True, slots=True)
-class CommitReport:
-    """What a flush's commits did. `failed` is the first table whose commit failed and `error` its
-    error's class name (no message: it can carry data); the tables after it were not tried."""
-
-    committed: tuple[str, ...] = ()
-    failed: str | None = None
-    error: str | None = None
-    commits: int = 0
-    rows_written: int = 0
-    replays_dropped: int = 0
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> CommitReport:
-        values = json.loads(data)
-        return cls(**{**values, "committed": tuple(values["committed"])})
-
-
-class Commits(Protocol):
-    """Where a landing handler's flush is committed."""
-
-    def commit(self, pending: Pending) -> CommitReport: ...
 
 
 class TableCommits:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from analytics.lake._commits import Commits, TableCommits
+from analytics.lake._commit_report import Commits
 from analytics.lake._filesystem import Lake
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
 from analytics.lake._schema import CHANGES, OUTCOMES, AllowList, default_allow_list
@@ -104,7 +104,13 @@ class LakeHandler:
         self._outcomes = OutcomeBuffer()
         self._oldest: float | None = None
         self._lock = threading.RLock()
-        self._commits = commits or TableCommits(lake, self._allow)
+        if commits is None:
+            # Here, not at the top: a KCL child commits through its worker's writer and never loads
+            # the committer's planner (analytics.lake._commit_report says why that matters).
+            from analytics.lake._commits import TableCommits  # noqa: PLC0415
+
+            commits = TableCommits(lake, self._allow)
+        self._commits = commits
         self.stats = LandingStats()
 
     @property

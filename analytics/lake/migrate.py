@@ -46,7 +46,7 @@ from analytics.lake._schema import (
     AllowList,
     default_allow_list,
 )
-from analytics.lake.snapshot import snapshot
+from analytics.lake.snapshots import snapshot
 
 logger = logging.getLogger(__name__)
 

@@ -87,7 +87,7 @@ from analytics.lake._schema import (
     default_allow_list,
     state_schema,
 )
-from analytics.lake.snapshot import _unfolded, snapshot_info
+from analytics.lake.snapshots import _unfolded, snapshot_info
 from schema.errors import TerminalError
 
 SQL_DIR = Path(__file__).parents[1] / "sql"

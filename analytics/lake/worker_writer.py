@@ -40,7 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from analytics.lake._commits import CommitReport, Commits, Pending, TableCommits
+from analytics.lake._commit_report import CommitReport, Commits, Pending
 from analytics.lake._filesystem import Lake
 from analytics.lake._rows import PendingFile
 from analytics.lake._schema import CHANGES, OUTCOMES, default_allow_list
@@ -144,7 +144,13 @@ class WorkerWriter:
         commits: Commits | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._commits = commits or TableCommits(lake, default_allow_list())
+        if commits is None:
+            # Here, not at the top: the children import this module for `WorkerWriterClient` and
+            # must not load the committer's planner (analytics.lake._commit_report says why).
+            from analytics.lake._commits import TableCommits  # noqa: PLC0415
+
+            commits = TableCommits(lake, default_allow_list())
+        self._commits = commits
         self._address_file = address_file
         self._gather = gather_seconds
         self._round = round_seconds

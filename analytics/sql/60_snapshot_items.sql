@@ -1,5 +1,5 @@
 -- snapshot_items: the table as of the last `entitlements snapshot` run (the current version of the
--- `snapshots/state` Delta table; see analytics/lake/snapshot.py). Same columns as current_items. The
+-- `snapshots/state` Delta table; see analytics/lake/snapshots.py). Same columns as current_items. The
 -- state is a base fold plus delta folds; the latest row per item across them is the item's state.
 CREATE OR REPLACE VIEW snapshot_items AS
 SELECT * EXCLUDE (deleted, folded_version)

@@ -96,6 +96,22 @@ def test_the_child_loads_no_cli_module_at_run_time() -> None:
     assert done.stdout.strip() == b"[]"
 
 
+def test_the_child_loads_neither_the_lake_committer_nor_duckdb() -> None:
+    # What main() imports. A child commits through its worker's writer: the planner (delta-rs,
+    # pyarrow.dataset) and the lake's readers (DuckDB) are the writer's and the CLI's, and would cost
+    # every child about 50 MB and 0.15 CPU s at each start (a restart starts one per shard).
+    heavy = ("deltalake", "duckdb", "pyarrow.dataset", "analytics.lake._commits", "analytics.lake.views")
+    probe = (
+        "import sys; from amazon_kclpy import kcl; import telemetry, config, pipeline; "
+        "from entitlements import compose; "
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == b"[]"
+
+
 def test_a_child_whose_retry_queue_is_missing_stops_naming_the_setup_command(
     moto_endpoint: str, tmp_path: Path
 ) -> None:

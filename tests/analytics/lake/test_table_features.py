@@ -12,7 +12,7 @@ from analytics.lake import CHANGES, Lake, LakeHandler, compact, default_allow_li
 from analytics.lake._delta import ensure_table, open_table
 from analytics.lake._files import AS_OF_DIR, AUDIT_FAILURES_TABLE, TABLES, ensure_layout
 from analytics.lake._schema import AUDIT_FAILURES, PORTABLE_PROTOCOL
-from analytics.lake.snapshot import snapshot_as_of
+from analytics.lake.snapshots import snapshot_as_of
 from tests.analytics.lakesim import TableSim
 
 REPO = Path(__file__).resolve().parents[3]

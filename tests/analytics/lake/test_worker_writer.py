@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from analytics.lake import CHANGES, Lake, LakeHandler
-from analytics.lake._commits import CommitReport, Pending, TableCommits
+from analytics.lake._commit_report import CommitReport, Pending
+from analytics.lake._commits import TableCommits
 from analytics.lake._delta import open_table
 from analytics.lake._files import ensure_layout
 from analytics.lake._schema import default_allow_list

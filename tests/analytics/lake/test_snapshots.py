@@ -1,4 +1,4 @@
-"""analytics/lake/snapshot.py: incremental snapshots fold only new changes and equal a full rebuild."""
+"""analytics/lake/snapshots.py: incremental snapshots fold only new changes and equal a full rebuild."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, replay, state_rows
 
 # The package exports a function named `snapshot`, which hides the module of the same name.
-snapshot_module = importlib.import_module("analytics.lake.snapshot")
+snapshot_module = importlib.import_module("analytics.lake.snapshots")
 
 
 def _land(lake: Lake, events: list, flush_rows: int = 20) -> None:  # type: ignore[type-arg]
