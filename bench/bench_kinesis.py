@@ -153,16 +153,12 @@ def _records() -> int:
 
 def _drain_workers() -> tuple[int, ...]:
     raw = os.environ.get("BENCH_KINESIS_WORKERS", ",".join(map(str, DRAIN_WORKERS)))
-    chosen = tuple(int(part) for part in raw.split(",") if part.strip().isdigit())
-    if (
-        not chosen
-        or len(chosen) != len([p for p in raw.split(",") if p.strip()])
-        or not all(1 <= n <= SHARDS for n in chosen)
-    ):
+    chosen = [part.strip() for part in raw.split(",") if part.strip()]
+    if not chosen or not all(part.isdigit() and 1 <= int(part) <= SHARDS for part in chosen):
         raise SystemExit(
             f"bench_kinesis: BENCH_KINESIS_WORKERS takes counts from 1 to {SHARDS}, comma separated"
         )
-    return chosen
+    return tuple(map(int, chosen))
 
 
 def _load() -> str:
@@ -503,9 +499,9 @@ def _drain(workers: int, records: int, workdir: Path) -> _DrainRun:
         raise SystemExit(f"bench_kinesis: {len(firsts)} of {workers} workers handed backlog records over")
     reading = calls[full[0] : full[-1] + 1]
     began = reading[0].began
-    last_handed = max(at for messages in handed for at, _ in messages)
-    all_ready = max(ready, default=began)
     sizes = [(at, size) for messages in handed for at, size in messages]
+    last_handed = max(at for at, _ in sizes)
+    all_ready = max(ready, default=began)
     share = sum(size for at, size in sizes if at >= all_ready) / sum(size for _, size in sizes)
     if last_handed <= all_ready:
         raise SystemExit(
