@@ -33,18 +33,11 @@ from typing import TYPE_CHECKING
 from schema.faces import lazy_names
 
 if TYPE_CHECKING:
-    from analytics.lake import (
-        Lake,
-        LakeHandler,
-        LakeMissing,
-        NoDataAsOf,
-        lake_from_settings,
-        open_lake,
-        snapshot,
-    )
+    from analytics.lake import Lake, LakeHandler, LakeMissing, NoDataAsOf, lake_from_settings, open_lake
     from analytics.lake.deleted_accounts import LakeDeletedAccounts
     from analytics.lake.eraser import AnalyticsLakeEraser
     from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner, stable_owner
+    from analytics.lake.snapshots import snapshot
     from analytics.lake.views import connect
     from analytics.lake.worker_writer import WorkerWriter, WorkerWriterClient
 
@@ -62,7 +55,7 @@ _HOME = {
     "connect": "analytics.lake.views",
     "lake_from_settings": "analytics.lake",
     "open_lake": "analytics.lake",
-    "snapshot": "analytics.lake",
+    "snapshot": "analytics.lake.snapshots",
     "stable_owner": "analytics.lake.maintenance",
 }
 

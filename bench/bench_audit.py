@@ -32,8 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analytics.audits import AuditConfig, AuditParameters, run_audits
-from analytics.lake import Lake, changes_schema, default_allow_list, open_lake, snapshot, snapshot_info
+from analytics.lake import Lake, changes_schema, default_allow_list, open_lake
 from analytics.lake._files import ensure_layout
+from analytics.lake.snapshots import snapshot, snapshot_info
 from bench._report import Figure, best_of, burners, print_figures
 from bench._synthetic_lake import land_changes
 

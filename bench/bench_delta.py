@@ -27,12 +27,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analytics import connect
-from analytics.lake import Lake, compact, default_allow_list, open_lake, purge_users
+from analytics.lake import Lake, default_allow_list, open_lake
 from analytics.lake._delta import active_files, append, commits_since, open_table
 from analytics.lake._duck import literal, load_delta_extension
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._fold import read_table
-from analytics.lake.compaction import tier_target
+from analytics.lake.compaction import compact, tier_target
+from analytics.lake.purge import purge_users
 from analytics.lake.views import SQL_DIR, create_views
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import generate_lake

@@ -26,9 +26,10 @@ import psutil  # type: ignore[import-untyped]  # the venv has no types-psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analytics.lake import LakeHandler, changes_schema, default_allow_list, open_lake, snapshot
+from analytics.lake import LakeHandler, changes_schema, default_allow_list, open_lake
 from analytics.lake._delta import active_files, open_table
 from analytics.lake._files import ensure_layout
+from analytics.lake.snapshots import snapshot
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
 from config import LakeSettings

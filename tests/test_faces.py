@@ -1,7 +1,9 @@
 """The packages' faces: what other packages take from `pipeline` or `service`, from the face or from an
-inner module, is what the face exports; the callers moved to pipeline's face take nothing from its
-inner modules; the composition root and the benches import no inner module of another package (but
-the few a bench pokes at, named with the reason); and every name a face exports resolves."""
+inner module, is what the face exports; the lake's face is what other packages take from it, its public
+modules export what they are taken for, and its private modules stay inside it; the callers moved to
+pipeline's face take nothing from its inner modules; the composition root and the benches import no
+inner module of another package (but the few a bench pokes at, named with the reason); and every name
+a face exports resolves."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from types import ModuleType
 
 import pytest
 
+import analytics.lake
 import pipeline
 import service
 
@@ -45,10 +48,20 @@ ROOT_AND_BENCHES = ("entitlements/compose.py", "bench")
 
 # Packages whose public modules are each a face of their own, only their `_private` modules inner:
 # `schema` is the kernel, one contract a module (table, table_writes, outcomes, clock, errors, aws_errors,
-# array: the README's layout names them so), and its `__init__` the few names every part takes.
-MODULE_FACES = frozenset({"schema"})
+# array: the README's layout names them so), and its `__init__` the few names every part takes; the lake
+# likewise, one job a public module (snapshots, compaction, purge, history_start, views, eraser, ...)
+# beside the dozen names of its `__init__` (issue 25).
+MODULE_FACES = frozenset({"analytics.lake", "schema"})
 
-# What a bench may still take from an inner module: module -> (names, "" for the module itself; why).
+# Private lake modules a caller outside analytics/lake/ still imports (but the BENCH_POKES), with the
+# reason; tests/ may import any (the lake's tests specify them).
+LAKE_PRIVATE_CALLERS = {
+    "analytics/audits/_failures.py": "the stored audit failures are a lake table written from the audits "
+    "(its Delta append, layout, mask and schema): issue 25 moves that writer into the lake",
+}
+
+# What a bench may still take from an inner module, or a public module's name that module does not export:
+# module -> (names, "" for the module itself; why).
 # Each is an implementation detail a bench measures underneath the face, not a name for other callers.
 BENCH_POKES: dict[str, tuple[frozenset[str], str]] = {
     "analytics.lake._delta": (
@@ -64,15 +77,11 @@ BENCH_POKES: dict[str, tuple[frozenset[str], str]] = {
         "the delta extension's delta_scan, a baseline beside the views",
     ),
     "analytics.lake._fold": (frozenset({"read_table"}), "data files copied to plain Parquet, a baseline"),
-    "analytics.lake.compaction": (frozenset({"tier_target"}), "the compaction's tiers, driven by hand"),
     "analytics.lake._rows": (
         frozenset({"PendingFile"}),
         "a flush's parts built by hand, sent to worker writers as a child's landing sends them",
     ),
-    "analytics.lake.views": (
-        frozenset({"SQL_DIR", "create_views"}),
-        "the views re-pointed at plain Parquet copies, and an audit's SQL read from its file",
-    ),
+    "analytics.lake.views": (frozenset({"SQL_DIR"}), "an audit's SQL read from its file"),
     "pipeline._attribute_values": (
         frozenset({"encode_image"}),
         "stream images built as the decoder reads them",
@@ -103,9 +112,8 @@ def _imports(root: Path) -> tuple[tuple[str, str, str], ...]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for alias in node.names:
-                    # `from service import dynamo` imports an inner module, not a name of the face; but
-                    # `from analytics.lake import snapshot` takes the function the face binds over its
-                    # submodule of that name.
+                    # `from service import dynamo` imports an inner module, not a name of the face; but a
+                    # name the face exports is the face's, even where a submodule is spelled the same.
                     if _is_module(f"{node.module}.{alias.name}") and alias.name not in _exported(node.module):
                         found.append((relative.as_posix(), f"{node.module}.{alias.name}", ""))
                     else:
@@ -309,3 +317,99 @@ def test_a_caller_taking_a_name_the_face_lacks_is_found(tmp_path: Path) -> None:
         "NotOnTheFace": ["processors/caller.py"],
         "NotOnTheFaceEither": ["processors/caller.py"],
     }
+
+
+_LAKE = "analytics.lake"
+
+
+@cache
+def _module_exports(module: str) -> tuple[str, ...]:
+    """The `__all__` of this repository's module (or package) `module`, read without importing it."""
+    path = REPO.joinpath(*module.split("."))
+    source = path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def _lake_callers(root: Path) -> list[tuple[str, str, str]]:
+    """(file, module, name) for each import of the lake or one of its modules by a file under root
+    outside analytics/lake/ (tests are not callers)."""
+    return [
+        (file, module, name)
+        for file, module, name in _imports(root)
+        if (module == _LAKE or module.startswith(f"{_LAKE}.")) and not file.startswith("analytics/lake/")
+    ]
+
+
+def _lake_face_taken(root: Path = REPO) -> set[str]:
+    """The names files outside the lake take from its face."""
+    return {name for _, module, name in _lake_callers(root) if module == _LAKE and name}
+
+
+def _lake_strays(root: Path = REPO) -> list[tuple[str, str, str]]:
+    """(file, module, name) for each import, outside analytics/lake/, of a private lake module or of a
+    name a public lake module does not export; but a bench's BENCH_POKES and the LAKE_PRIVATE_CALLERS."""
+    found: set[tuple[str, str, str]] = set()
+    for file, module, name in _lake_callers(root):
+        if module == _LAKE or file in LAKE_PRIVATE_CALLERS:
+            continue
+        poked, _ = BENCH_POKES.get(module, (frozenset(), ""))
+        if file.startswith("bench/") and name in poked:
+            continue
+        if any(part.startswith("_") for part in module.split(".")) or (
+            name and name not in _module_exports(module)
+        ):
+            found.add((file, module, name))
+    return sorted(found)
+
+
+def test_the_lakes_face_is_what_other_packages_take_from_it() -> None:
+    # Both ways: a name nobody outside takes leaves the face for its home (issue 25: about a dozen).
+    assert _lake_face_taken() == set(analytics.lake.__all__)
+
+
+def test_callers_outside_the_lake_take_only_what_its_public_modules_export() -> None:
+    assert _lake_strays() == []
+
+
+def test_every_caller_allowed_a_private_lake_module_still_imports_one() -> None:
+    # An allowance nobody needs any more would let the next caller reach in unseen.
+    reaching = {
+        file
+        for file, module, _ in _lake_callers(REPO)
+        if any(part.startswith("_") for part in module.split("."))
+    }
+    assert sorted(set(LAKE_PRIVATE_CALLERS) - reaching) == []
+
+
+def test_a_stray_lake_import_is_found_and_the_face_names_taken_are_counted(tmp_path: Path) -> None:
+    (tmp_path / "analytics" / "lake").mkdir(parents=True)
+    (tmp_path / "analytics" / "caller.py").write_text(
+        "from analytics.lake import Lake, _commits\n"
+        "from analytics.lake._delta import append\n"
+        "from analytics.lake.snapshots import snapshot, not_exported\n"
+        "import analytics.lake.views\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "analytics" / "lake" / "inside.py").write_text(
+        "from analytics.lake._delta import delete_rows\nfrom analytics.lake import open_lake\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench_caller.py").write_text(
+        "from analytics.lake import changes_schema\n"
+        "from analytics.lake._delta import append, delete_rows\n"
+        "from analytics.lake.views import SQL_DIR, create_views\n",
+        encoding="utf-8",
+    )
+    assert _lake_strays(tmp_path) == [
+        ("analytics/caller.py", "analytics.lake._commits", ""),
+        ("analytics/caller.py", "analytics.lake._delta", "append"),
+        ("analytics/caller.py", "analytics.lake.snapshots", "not_exported"),
+        ("bench/bench_caller.py", "analytics.lake._delta", "delete_rows"),
+    ]
+    assert _lake_face_taken(tmp_path) == {"Lake", "changes_schema"}

@@ -13,7 +13,8 @@ from typing import Any
 import duckdb
 
 from analytics.audits._config import AuditConfig
-from analytics.lake import Lake, snapshot_info
+from analytics.lake import Lake
+from analytics.lake.snapshots import snapshot_info
 from analytics.lake.views import create_views
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus, ItemKind

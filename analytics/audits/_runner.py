@@ -31,7 +31,8 @@ from analytics.audits._config import AuditConfig, Thresholds, load_config
 from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
 from analytics.audits._failures import FailingRows, store_failures
 from analytics.audits._models import AuditReport, CheckResult, Status, StoredFailures
-from analytics.lake import Lake, LakeMissing, history_start, require_as_of, require_data
+from analytics.lake import Lake, LakeMissing, require_as_of, require_data
+from analytics.lake.history_start import history_start
 from analytics.lake.purge import AUDIT_FAILURES
 from analytics.lake.views import views_read_by
 from schema.errors import TerminalError

@@ -15,7 +15,8 @@ from analytics.bootstrap._cleanup import S3Deleter, delete_data_files
 from analytics.bootstrap._errors import StreamGap
 from analytics.bootstrap._land import land_items, landed_files, one_commit_per_file
 from analytics.bootstrap._manifest import ExportManifest, S3Reader, read_data_file
-from analytics.lake import AllowList, Lake, LakeHandler, default_allow_list, record_history_start
+from analytics.lake import AllowList, Lake, LakeHandler, default_allow_list
+from analytics.lake.history_start import record_history_start
 from config import BootstrapSettings, LakeSettings
 
 

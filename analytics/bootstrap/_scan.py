@@ -37,7 +37,8 @@ from analytics.bootstrap._boundary import StreamReader
 from analytics.bootstrap._errors import BootstrapRefused
 from analytics.bootstrap._land import land_items, one_commit_per_file
 from analytics.bootstrap._run import BootstrapReport, begin_report
-from analytics.lake import CHANGES, AllowList, Lake, LakeHandler, default_allow_list, record_history_start
+from analytics.lake import CHANGES, AllowList, Lake, LakeHandler, default_allow_list
+from analytics.lake.history_start import record_history_start
 from config import BootstrapSettings, LakeSettings
 from schema.aws_errors import converted
 

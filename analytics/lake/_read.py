@@ -16,8 +16,8 @@ from deltalake.exceptions import DeltaError
 from analytics.lake._delta import LOG_DIR, active_files, open_table
 from analytics.lake._errors import LakeMissing, LakeUnreachable, NoDataAsOf
 from analytics.lake._filesystem import Lake
-from analytics.lake._history_start import HistoryStartsLater, history_start
 from analytics.lake._schema import CHANGES, OUTCOMES
+from analytics.lake.history_start import HistoryStartsLater, history_start
 
 MIGRATE_HINT = "it holds the old format: run `entitlements lake migrate` to convert it"
 

@@ -6,7 +6,7 @@ import analytics; `entitlements.compose` hands the worker this adapter).
   rewritten: `analytics.connect` and every audit and report read the mask themselves, so no reader can
   forget it. `unmask` forgets them after the second pass: the mask is the one place that holds their
   ids, so it must not keep them; the landing filter keeps their events out from then on.
-- `purge` is `analytics.lake.purge_users`: one call per received batch of erasures: one DELETE commit
+- `purge` is `analytics.lake.purge.purge_users`: one call per received batch of erasures: one DELETE commit
   per table, then the vacuum and log clean-up that leave no byte naming them. Calls are serialised in
   the process; across processes and hosts, Delta's conflict checks order a purge and any rewrite.
 - `holds` reads every file under each purged table's folder (`analytics.lake.purge.PURGED_DATASETS`,
@@ -37,11 +37,11 @@ from datetime import UTC, datetime
 import duckdb
 import pyarrow as pa
 
-from analytics.lake import Lake, purge_users
+from analytics.lake import Lake
 from analytics.lake._mask import read_mask, write_mask
 from analytics.lake._shared_runs import SharedRuns
 from analytics.lake._traces import BatchTraces, scan_table_for
-from analytics.lake.purge import PURGED_DATASETS, PurgeCounts
+from analytics.lake.purge import PURGED_DATASETS, PurgeCounts, purge_users
 from analytics.lake.views import connect
 
 _Scanned = Mapping[str, BatchTraces | None]

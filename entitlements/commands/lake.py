@@ -40,7 +40,7 @@ from schema.errors import TerminalError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from analytics.lake import CompactionResult
+    from analytics.lake.compaction import CompactionResult
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="The lake (Delta tables).")
 
@@ -106,13 +106,8 @@ def snapshot_command(
     --store; the current snapshot is left as it is)."""
     import pyarrow.parquet as pq  # noqa: PLC0415 (kept off --help)
 
-    from analytics.lake import (  # noqa: PLC0415
-        lake_from_settings,
-        snapshot,
-        snapshot_as_of,
-        snapshot_info,
-        state_as_of,
-    )
+    from analytics.lake import lake_from_settings  # noqa: PLC0415
+    from analytics.lake.snapshots import snapshot, snapshot_as_of, snapshot_info, state_as_of  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415
 
     configure_logging("WARNING")
@@ -317,7 +312,8 @@ def compact_command(
 ) -> None:
     """Merge each partition's small files (a dedupe of partitions a replay landed in, Delta OPTIMIZE, then
     vacuum past retention: analytics/lake/compaction.py). Run one compactor per lake."""
-    from analytics.lake import compact, compact_continuously, lake_from_settings, require_data  # noqa: PLC0415
+    from analytics.lake import lake_from_settings, require_data  # noqa: PLC0415
+    from analytics.lake.compaction import compact, compact_continuously  # noqa: PLC0415
     from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415
 

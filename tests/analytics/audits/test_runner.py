@@ -13,7 +13,8 @@ from analytics.audits import AuditConfig, AuditParameters, AuditReport, Status, 
 from analytics.audits import render_report as render
 from analytics.audits._config import Thresholds
 from analytics.audits._runner import AuditError
-from analytics.lake import Lake, LakeMissing, NoDataAsOf, open_lake, snapshot
+from analytics.lake import Lake, LakeMissing, NoDataAsOf, open_lake
+from analytics.lake.snapshots import snapshot
 from schema.table import entitlement_key
 from tests.analytics.audits.conftest import found
 from tests.analytics.audits.story import TOKEN_CANARY, Story

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import pyarrow.parquet as pq
 
-from analytics.lake import OUTCOMES_SCHEMA, changes_schema, default_allow_list, state_schema
+from analytics.lake import changes_schema, default_allow_list
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer
+from analytics.lake._schema import OUTCOMES_SCHEMA, state_schema
 from pipeline.events import StreamEvent
 from schema.outcomes import OutcomeEvent
 

@@ -39,15 +39,9 @@ from analytics.bootstrap import (
     start_export,
     wait_for_export,
 )
-from analytics.lake import (
-    CHANGES,
-    HistoryStartsLater,
-    Lake,
-    LakeHandler,
-    history_start,
-    open_lake,
-    purge_users,
-)
+from analytics.lake import CHANGES, Lake, LakeHandler, open_lake
+from analytics.lake.history_start import HistoryStartsLater, history_start
+from analytics.lake.purge import purge_users
 from analytics.lake.views import connect
 from config import BootstrapSettings, LakeSettings
 from devstack.export import DEFAULT_ITEMS_PER_FILE, install_faithful_export

@@ -12,7 +12,8 @@ import pytest
 from deltalake import DeltaTable
 
 from analytics.bootstrap import CAVEAT, BootstrapReport, bootstrap_scan, scans_in_lake
-from analytics.lake import CHANGES, Lake, history_start
+from analytics.lake import CHANGES, Lake
+from analytics.lake.history_start import history_start
 from config import BootstrapSettings, LakeSettings
 from schema.errors import RetryableError
 from schema.table import EntitlementStatus

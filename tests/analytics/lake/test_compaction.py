@@ -10,22 +10,15 @@ from functools import partial
 import pytest
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from analytics.lake import (
-    CHANGES,
-    OUTCOMES,
-    Lake,
-    LakeHandler,
-    compact,
-    compact_continuously,
-    purge_users,
-    read_snapshot,
-    snapshot,
-)
+from analytics.lake import CHANGES, Lake, LakeHandler
 from analytics.lake import _commits as commits_module
 from analytics.lake._delta import delete_rows, open_table
 from analytics.lake._high_water import Plan as HighWaterPlan
-from analytics.lake.compaction import CompactionResult, tier_target
+from analytics.lake._schema import OUTCOMES
+from analytics.lake.compaction import CompactionResult, compact, compact_continuously, tier_target
 from analytics.lake.maintenance import MaintenancePolicy, MaintenanceRunner
+from analytics.lake.purge import purge_users
+from analytics.lake.snapshots import read_snapshot, snapshot
 from analytics.lake.views import connect
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files

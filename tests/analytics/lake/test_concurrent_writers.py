@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, open_lake, purge_users
+from analytics.lake import CHANGES, Lake, LakeHandler, open_lake
 from analytics.lake._delta import open_table
 from analytics.lake._files import TABLES
+from analytics.lake._schema import OUTCOMES
+from analytics.lake.purge import purge_users
 from analytics.lake.views import connect
 from tests.analytics.lake.concurrent_writer import RACE_TABLES, SHARDS, history, lake_at
 from tests.analytics.lake.conftest import new_s3_root

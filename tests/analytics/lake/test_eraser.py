@@ -15,11 +15,12 @@ import pytest
 from analytics import AnalyticsLakeEraser, connect
 from analytics.audits import load_config
 from analytics.audits._connection import open_connection
-from analytics.lake import Lake, _traces, purge_users, snapshot
+from analytics.lake import Lake, _traces
 from analytics.lake._delta import delete_rows
 from analytics.lake._mask import MASK_PATH
 from analytics.lake._traces import scan_table, scan_table_for
-from analytics.lake.purge import PURGED_DATASETS, PurgeCounts
+from analytics.lake.purge import PURGED_DATASETS, PurgeCounts, purge_users
+from analytics.lake.snapshots import snapshot
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, land
 

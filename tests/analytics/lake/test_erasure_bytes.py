@@ -15,12 +15,14 @@ import pytest
 from deltalake.exceptions import DeltaError
 
 from analytics import AnalyticsLakeEraser
-from analytics.lake import Lake, LakeHandler, compact, purge_users, snapshot, snapshot_as_of
+from analytics.lake import Lake, LakeHandler
 from analytics.lake import _commits as commits_module
 from analytics.lake._delta import delete_rows, open_table
 from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake._traces import table_files
-from analytics.lake.purge import ORPHAN_AGE
+from analytics.lake.compaction import compact
+from analytics.lake.purge import ORPHAN_AGE, purge_users
+from analytics.lake.snapshots import snapshot, snapshot_as_of
 from analytics.lake.views import connect
 from config import LakeSettings
 from schema.errors import RetryableError

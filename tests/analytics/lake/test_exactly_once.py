@@ -11,10 +11,12 @@ from unittest import mock
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from analytics.lake import LakeHandler, LakeMissing, compact, open_lake, read_snapshot, snapshot, state_as_of
+from analytics.lake import LakeHandler, LakeMissing, open_lake
 from analytics.lake import _commits as commits_module
 from analytics.lake import compaction as compaction_module
 from analytics.lake._high_water import Plan as HighWaterPlan
+from analytics.lake.compaction import compact
+from analytics.lake.snapshots import read_snapshot, snapshot, state_as_of
 from analytics.lake.views import connect
 from config import LakeSettings
 from pipeline.events import StreamEvent

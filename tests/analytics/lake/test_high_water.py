@@ -7,11 +7,12 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError
 
-from analytics.lake import CHANGES, Lake, LakeHandler, _high_water, compact
+from analytics.lake import CHANGES, Lake, LakeHandler, _high_water
 from analytics.lake._delta import append, expunge, open_table
 from analytics.lake._high_water import MarkCache, app_ids, high_water, mark_transactions, plan_changes
 from analytics.lake._rows import ChangeBuffer
 from analytics.lake._schema import PARTITION_COLUMN, default_allow_list
+from analytics.lake.compaction import compact
 from config import LakeSettings
 from pipeline.events import StreamEvent, sortable_sequence
 from tests.analytics.lakesim import TableSim

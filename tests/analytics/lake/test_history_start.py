@@ -1,4 +1,4 @@
-"""analytics/lake/_history_start.py: a bootstrapped lake keeps the instant its history starts (T) in the
+"""analytics/lake/history_start.py: a bootstrapped lake keeps the instant its history starts (T) in the
 changes table's Delta metadata, and every as-of read before it is refused in one line."""
 
 from __future__ import annotations
@@ -8,20 +8,16 @@ from datetime import timedelta
 import pytest
 from deltalake import DeltaTable
 
-from analytics.lake import (
-    CHANGES,
+from analytics.lake import CHANGES, Lake, NoDataAsOf, default_allow_list, require_as_of
+from analytics.lake.compaction import compact
+from analytics.lake.history_start import (
     HISTORY_START,
     HistoryStartsLater,
-    Lake,
-    NoDataAsOf,
-    compact,
-    default_allow_list,
     history_start,
-    purge_users,
     record_history_start,
-    require_as_of,
-    state_as_of,
 )
+from analytics.lake.purge import purge_users
+from analytics.lake.snapshots import state_as_of
 from analytics.lake.views import connect
 from tests.analytics.lakesim import TableSim, land
 

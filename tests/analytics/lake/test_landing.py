@@ -11,17 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analytics.lake import (
-    CHANGES,
-    OUTCOMES,
-    Lake,
-    LakeHandler,
-    changes_schema,
-    default_allow_list,
-    purge_users,
-)
+from analytics.lake import CHANGES, Lake, LakeHandler, changes_schema, default_allow_list
 from analytics.lake._commits import TableCommits
 from analytics.lake._delta import open_table
+from analytics.lake._schema import OUTCOMES
+from analytics.lake.purge import purge_users
 from analytics.lake.views import connect
 from config import LakeSettings
 from schema.errors import RetryableError

@@ -16,10 +16,10 @@ import pyarrow.fs as pafs
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, default_allow_list
+from analytics.lake import CHANGES, Lake, default_allow_list
 from analytics.lake._delta import open_table
 from analytics.lake._files import ensure_layout
-from analytics.lake._schema import CHANGE_IDENTITY
+from analytics.lake._schema import CHANGE_IDENTITY, OUTCOMES
 from analytics.lake.landing import LakeHandler
 from analytics.lake.maintenance import (
     MAINTENANCE_TABLE,

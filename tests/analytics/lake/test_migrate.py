@@ -15,11 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from analytics.audits import run_audits
-from analytics.lake import CHANGE_IDENTITY, Lake, LakeHandler, open_lake, snapshot
+from analytics.lake import Lake, LakeHandler, open_lake
 from analytics.lake import migrate as migrate_module
 from analytics.lake._errors import TableLogMissing
 from analytics.lake._files import read_bytes
+from analytics.lake._schema import CHANGE_IDENTITY
 from analytics.lake.migrate import migrate, old_format_files
+from analytics.lake.snapshots import snapshot
 from analytics.lake.views import connect
 from config import LakeSettings
 from entitlements.cli import app

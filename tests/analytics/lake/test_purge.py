@@ -11,19 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analytics.lake import (
-    Lake,
-    compact,
-    purge_users,
-    read_snapshot,
-    snapshot,
-    snapshot_as_of,
-    state_at_version,
-)
+from analytics.lake import Lake
 from analytics.lake._delta import append, ensure_table, expunge, open_table
 from analytics.lake._schema import AUDIT_FAILURES, AUDIT_FAILURES_SCHEMA
 from analytics.lake._versions import oldest_version
-from analytics.lake.purge import ORPHAN_AGE, remove_orphans
+from analytics.lake.compaction import compact
+from analytics.lake.purge import ORPHAN_AGE, purge_users, remove_orphans
+from analytics.lake.snapshots import read_snapshot, snapshot, snapshot_as_of, state_at_version
 from analytics.lake.views import connect
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from analytics.lake import CHANGES, Lake, purge_users
+from analytics.lake import CHANGES, Lake
 from analytics.lake.eraser import AnalyticsLakeEraser
-from analytics.lake.purge import ORPHAN_AGE
+from analytics.lake.purge import ORPHAN_AGE, purge_users
 from tests.analytics.lake.test_purge_races_on_s3 import ERASED, _land_erased_users, _live_files
 
 FIRST, OTHERS = ERASED[0], ERASED[1:]

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from urllib.parse import unquote
 
-from analytics.lake import CHANGES, OUTCOMES, Lake, LakeHandler, purge_users
+from analytics.lake import CHANGES, Lake, LakeHandler
 from analytics.lake._delta import active_files, open_table
+from analytics.lake._schema import OUTCOMES
 from analytics.lake.eraser import AnalyticsLakeEraser
-from analytics.lake.purge import remove_orphans
+from analytics.lake.purge import purge_users, remove_orphans
 from config import LakeSettings
 from tests.analytics.lake.concurrent_writer import SHARDS, history
 from tests.analytics.lake.conftest import new_s3_lake

@@ -10,15 +10,15 @@ import pytest
 from analytics.lake import (
     Lake,
     LakeMissing,
-    LakeUnreachable,
     NoDataAsOf,
     default_allow_list,
-    first_change_at,
     open_lake,
     require_as_of,
     require_data,
 )
+from analytics.lake._errors import LakeUnreachable
 from analytics.lake._files import ensure_layout
+from analytics.lake._read import first_change_at
 from tests.analytics.lakesim import TableSim, land
 
 

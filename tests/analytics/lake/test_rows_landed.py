@@ -30,18 +30,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analytics.lake import (
-    CHANGES,
-    OUTCOMES,
-    AllowList,
-    Lake,
-    LakeHandler,
-    default_allow_list,
-    load_allow_list,
-    open_lake,
-)
+from analytics.lake import CHANGES, AllowList, Lake, LakeHandler, default_allow_list, open_lake
 from analytics.lake._delta import active_files, open_table
 from analytics.lake._rows import ChangeBuffer
+from analytics.lake._schema import OUTCOMES, load_allow_list
 from config import LakeSettings
 from pipeline.events import (
     ChangeKind,

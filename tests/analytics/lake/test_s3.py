@@ -9,17 +9,11 @@ import boto3
 import pytest
 from deltalake.exceptions import DeltaError
 
-from analytics.lake import (
-    Lake,
-    LakeHandler,
-    compact,
-    open_lake,
-    purge_users,
-    read_snapshot,
-    snapshot,
-    state_as_of,
-)
+from analytics.lake import Lake, LakeHandler, open_lake
 from analytics.lake._delta import open_table
+from analytics.lake.compaction import compact
+from analytics.lake.purge import purge_users
+from analytics.lake.snapshots import read_snapshot, snapshot, state_as_of
 from analytics.lake.views import connect
 from config import LakeSettings
 from tests.analytics.lakesim import TableSim, replay, state_rows

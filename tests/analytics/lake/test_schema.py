@@ -8,14 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from analytics.lake import (
-    OUTCOMES_SCHEMA,
-    AllowListError,
-    changes_schema,
-    default_allow_list,
-    load_allow_list,
-    state_schema,
-)
+from analytics.lake import changes_schema, default_allow_list
+from analytics.lake._schema import OUTCOMES_SCHEMA, AllowListError, load_allow_list, state_schema
 
 
 def test_the_shipped_allow_list_never_names_the_processor_token() -> None:

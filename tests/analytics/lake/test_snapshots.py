@@ -7,10 +7,10 @@ from unittest import mock
 
 import pytest
 
-from analytics.lake import (
-    Lake,
-    LakeHandler,
-    compact,
+from analytics.lake import Lake, LakeHandler
+from analytics.lake._delta import open_table
+from analytics.lake.compaction import compact
+from analytics.lake.snapshots import (
     read_snapshot,
     snapshot,
     snapshot_as_of,
@@ -18,7 +18,6 @@ from analytics.lake import (
     state_as_of,
     state_at_version,
 )
-from analytics.lake._delta import open_table
 from config import LakeSettings
 from tests.analytics.lake.delta_files import data_files
 from tests.analytics.lakesim import TableSim, replay, state_rows

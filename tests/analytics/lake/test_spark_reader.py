@@ -36,8 +36,10 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from analytics.audits import run_audits
-from analytics.lake import CHANGE_IDENTITY, CHANGES, OUTCOME_IDENTITY, OUTCOMES, Lake, open_lake, snapshot
+from analytics.lake import CHANGES, Lake, open_lake
 from analytics.lake._mask import read_mask
+from analytics.lake._schema import CHANGE_IDENTITY, OUTCOME_IDENTITY, OUTCOMES
+from analytics.lake.snapshots import snapshot
 from tests.analytics.audits.story import Story, clean_story
 
 STATE = "snapshots/state"

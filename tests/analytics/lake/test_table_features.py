@@ -8,11 +8,12 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from analytics.lake import CHANGES, Lake, LakeHandler, compact, default_allow_list, snapshot
+from analytics.lake import CHANGES, Lake, LakeHandler, default_allow_list
 from analytics.lake._delta import ensure_table, open_table
 from analytics.lake._files import AS_OF_DIR, AUDIT_FAILURES_TABLE, TABLES, ensure_layout
 from analytics.lake._schema import AUDIT_FAILURES, PORTABLE_PROTOCOL
-from analytics.lake.snapshots import snapshot_as_of
+from analytics.lake.compaction import compact
+from analytics.lake.snapshots import snapshot, snapshot_as_of
 from tests.analytics.lakesim import TableSim
 
 REPO = Path(__file__).resolve().parents[3]

@@ -7,9 +7,11 @@ from functools import partial
 
 import pytest
 
-from analytics.lake import Lake, purge_users, state_at_version
+from analytics.lake import Lake
 from analytics.lake._delta import open_table
 from analytics.lake._versions import VersionRemoved, oldest_version
+from analytics.lake.purge import purge_users
+from analytics.lake.snapshots import state_at_version
 from schema.errors import TerminalError
 from tests.analytics.lakesim import TableSim, land, replay, state_rows
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import ColumnProperties, WriterProperties, write_deltalake
 
-from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake, snapshot
+from analytics.lake import CHANGES, Lake, LakeHandler, LakeMissing, default_allow_list, open_lake
 from analytics.lake import _commits as commits_module
 from analytics.lake._delta import open_table
 from analytics.lake._duck import delta_extension_path, literal
@@ -25,6 +25,7 @@ from analytics.lake._files import AUDIT_FAILURES_TABLE, TABLES, ensure_layout
 from analytics.lake._high_water import Plan as HighWaterPlan
 from analytics.lake._mask import write_mask
 from analytics.lake._schema import image_columns
+from analytics.lake.snapshots import snapshot
 from analytics.lake.views import (
     VIEW_NAMES,
     cli_script,
