@@ -23,6 +23,7 @@ import pytest
 from devstack import _writes as writes
 from devstack.moto_server import MotoServer
 from devstack.ttl_emulator import TTL_IDENTITY
+from processors.cleanup import DrainReport
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus
 from tests.support.kcl import (
@@ -168,12 +169,36 @@ def finish_every_expiry(stack: CleanupStack, expiries: set[str], timeout: float)
     """Wait for a final outcome per expiry, draining the retry queue meanwhile as an operator's retry
     worker would: a cleanup the kill left claimed, or one whose budget ran out under load, is parked
     there (`cleanup.parked`, not final) and only the retry worker finishes it. At CI's load (3 xdist
-    workers on 2 cores) parks happen; without a drain such an expiry never got its final outcome."""
+    workers on 2 cores) parks happen; without a drain such an expiry never got its final outcome.
+    Drained in slices, so that the outcomes are read again between them; a timeout says where the
+    unfinished expiries stand (CI saw 13 unfinished once, never reproduced here)."""
     deadline = time.monotonic() + timeout
+    drains: list[DrainReport] = []
     while missing := expiries - set(final_outcomes(stack)):
-        assert time.monotonic() < deadline, f"no final outcome for {len(missing)} expiries"
-        stack.drain_retry_queue(max_seconds=max(1.0, deadline - time.monotonic()))
+        assert time.monotonic() < deadline, unfinished_expiries(stack, missing, drains)
+        drains.append(stack.drain_retry_queue(max_seconds=max(1.0, min(60.0, deadline - time.monotonic()))))
         time.sleep(0.5)
+
+
+def unfinished_expiries(stack: CleanupStack, missing: set[str], drains: list[DrainReport]) -> str:
+    """Where expiries without a final outcome stand: delivered at all (in `changes`), the outcomes the
+    lake holds for them (kind:detail, counted), what the drains did and the queue's depth now."""
+    delivered = {str(e) for (e,) in query_lake(stack.consumer.settings, "SELECT event_id FROM changes")}
+    rows = query_lake(
+        stack.consumer.settings,
+        "SELECT kind, detail FROM outcomes WHERE source_event_id IN (SELECT unnest(?))",
+        [sorted(missing)],
+    )
+    kinds = Counter(f"{kind}:{detail}" for kind, detail in rows)
+    totals = Counter[str]()
+    for report in drains:
+        totals.update(received=report.received, finished=report.finished, reparked=report.reparked)
+    empty = drains[-1].empty if drains else None
+    return (
+        f"no final outcome for {len(missing)} expiries: {len(missing & delivered)} of them in `changes`;"
+        f" their outcomes {dict(kinds)}; {len(drains)} drains {dict(totals)}, the last one empty={empty};"
+        f" Array calls {Counter(call.status for call in stack.array.calls())}"
+    )
 
 
 def assert_nothing_missed(endpoint: str, consumer: RunningConsumer) -> list[dict[str, object]]:
