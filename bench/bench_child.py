@@ -51,7 +51,7 @@ from config import Settings
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
 from pipeline import KclDaemon, create_table
-from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, ensure_retry_queues
+from processors.cleanup import ensure_retry_queues
 from schema import table_writes as writes
 from schema.table import EntitlementStatus
 
@@ -201,7 +201,7 @@ def _run(workdir: Path) -> tuple[_Consumer, _Consumer, int, float]:
         budget = real.settings.array.retry_budget_seconds
         ensure_retry_queues(
             _client(endpoint, "sqs"),
-            DEFAULT_RETRY_QUEUE_NAME,
+            real.settings.cleanup.retry_queue_name,
             visibility_timeout_seconds=int(budget * 3) + 30,
         )
 

@@ -319,6 +319,10 @@ class CleanupSettings(BaseModel):
     # Who shares one budget. `process`: each consumer child and each retry worker counts its own.
     # `host`: every process with the same consumer state folder on this host shares one count.
     delete_budget_scope: Literal["process", "host"] = "process"
+    # The SQS queue a consumer parks cleanups on and the retry worker drains; its dead-letter queue is
+    # `<name>-dlq`. Both are made by `entitlements cleanup setup`; the children only look them up. SQS
+    # names are up to 80 letters, digits, - and _: 76 here, leaving room for the suffix.
+    retry_queue_name: str = Field(default="entitlements-cleanup-retry", pattern=r"^[A-Za-z0-9_-]{1,76}$")
 
 
 class LakeSettings(BaseModel):

@@ -71,7 +71,6 @@ from pipeline import (
     decode_record,
 )
 from processors.cleanup import (
-    DEFAULT_RETRY_QUEUE_NAME,
     CleanupHandler,
     DeleteValve,
     DrainReport,
@@ -243,12 +242,14 @@ def _retry_visibility_seconds(settings: Settings) -> int:
     return int(settings.array.retry_budget_seconds * 3) + 30
 
 
-def setup_retry_queues(settings: Settings, queue_name: str = DEFAULT_RETRY_QUEUE_NAME) -> RetryQueues:
-    """Create (or bring up to date) the cleanup's retry queue and its dead-letter queue: the setup
-    command's job (`entitlements cleanup setup`), never a child's."""
+def setup_retry_queues(settings: Settings) -> RetryQueues:
+    """Create (or bring up to date) the cleanup's retry queue (`settings.cleanup.retry_queue_name`) and
+    its dead-letter queue: the setup command's job (`entitlements cleanup setup`), never a child's."""
     sqs = aws_client(settings.aws, "sqs", **AWS_TIMEOUTS)
     return ensure_retry_queues(
-        sqs, queue_name, visibility_timeout_seconds=_retry_visibility_seconds(settings)
+        sqs,
+        settings.cleanup.retry_queue_name,
+        visibility_timeout_seconds=_retry_visibility_seconds(settings),
     )
 
 
@@ -266,24 +267,25 @@ def _queue_url(sqs: Any, queue_name: str, *, what: str, setup: str) -> str:
 class _CleanupClients:
     """What the stream handler and the retry worker both call: the table, the retry queue, Array."""
 
-    def __init__(self, settings: Settings, queue_name: str) -> None:
+    def __init__(self, settings: Settings) -> None:
         # Each DynamoDB and SQS call, its retry included, ends inside the flush's time budget.
         bounds = flush_call_bounds(settings.array.retry_budget_seconds)
         self.dynamodb = aws_client(settings.aws, "dynamodb", **bounds)
         self.sqs = aws_client(settings.aws, "sqs", **bounds)
         self.array = HttpArrayClient(settings.array)
         self.queue_url = _queue_url(
-            self.sqs, queue_name, what="cleanup retry queue", setup="entitlements cleanup setup"
+            self.sqs,
+            settings.cleanup.retry_queue_name,
+            what="cleanup retry queue",
+            setup="entitlements cleanup setup",
         )
         # Which expiries this host deleted at Array: a replay's 404 then still reports the delete.
         self.deletion_notes = LocalDeletionNotes(settings.consumer.state_dir / "cleanup-deletions")
 
 
-def cleanup_handler(
-    settings: Settings, sink: Any, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
-) -> CleanupHandler:
+def cleanup_handler(settings: Settings, sink: Any) -> CleanupHandler:
     """The cleanup stream handler, handing its outcomes to `sink` (the lake). Its retry queue must exist."""
-    clients = _CleanupClients(settings, queue_name)
+    clients = _CleanupClients(settings)
     return CleanupHandler(
         dynamodb=clients.dynamodb,
         sqs=clients.sqs,
@@ -300,13 +302,11 @@ def cleanup_handler(
     )
 
 
-def retry_worker(
-    settings: Settings, lake: DroppingUsers, *, queue_name: str = DEFAULT_RETRY_QUEUE_NAME
-) -> RetryWorker:
+def retry_worker(settings: Settings, lake: DroppingUsers) -> RetryWorker:
     """The retry worker, landing its outcomes in `lake` (a `lake_handler`: flushed before a message is
     acknowledged; outcomes of erased accounts, a cleanup parked before the erasure, dropped as at the
     consumer)."""
-    clients = _CleanupClients(settings, queue_name)
+    clients = _CleanupClients(settings)
     return RetryWorker(
         # Not a flush's client: its reads must outlast the worker's long poll.
         sqs=aws_client(settings.aws, "sqs", **AWS_TIMEOUTS),
@@ -328,13 +328,12 @@ def drain_retry_queue(
     settings: Settings,
     *,
     max_seconds: float,
-    queue_name: str = DEFAULT_RETRY_QUEUE_NAME,
     name: str = "retry-worker-lake",
 ) -> DrainReport:
     """Finish the parked cleanups: the retry worker's passes until its queue is empty or `max_seconds`
     ran out, their outcomes flushed to the lake before this returns."""
     landing = lake_handler(settings, name=name)
-    report = retry_worker(settings, landing, queue_name=queue_name).drain(max_seconds=max_seconds)
+    report = retry_worker(settings, landing).drain(max_seconds=max_seconds)
     landing.flush()
     return report
 

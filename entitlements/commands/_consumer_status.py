@@ -71,7 +71,7 @@ def _retry_queue(settings: Settings, name: str, now: datetime) -> dict[str, Any]
 
 
 def status_report(
-    settings: Settings, *, retry_queue_name: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    settings: Settings, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 ) -> dict[str, Any]:
     state_dir = settings.consumer.state_dir
     now = clock()
@@ -88,7 +88,7 @@ def status_report(
         "consumer": ConsumerPresence(state_dir).report().to_json(),
         "shards": [_shard(path, now) for path in files],
         "stores": {name: _figure(count, now, now) for name, count in counts.items()},
-        "retry_queue": _retry_queue(settings, retry_queue_name, now),
+        "retry_queue": _retry_queue(settings, settings.cleanup.retry_queue_name, now),
     }
 
 

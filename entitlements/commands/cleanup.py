@@ -15,20 +15,35 @@ __all__ = ["app"]
 import signal
 import threading
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from entitlements._logging import configure_logging
 from entitlements._progress import progress
 
+if TYPE_CHECKING:  # imported when a command runs: --help stays fast
+    from config import Settings
+
 # The processors and the lake are imported by each command as it runs, so that `--help` stays fast.
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
-# processors.cleanup.DEFAULT_RETRY_QUEUE_NAME, written out so that --help need not import the processor
-# (tests/entitlements/commands/test_cleanup.py holds the two equal).
-DEFAULT_QUEUE = "entitlements-cleanup-retry"
-QueueOption = Annotated[str, typer.Option("--queue-name", help="The retry queue (its DLQ: <name>-dlq).")]
+QueueOption = Annotated[
+    str | None,
+    typer.Option(
+        "--queue-name",
+        help="The retry queue (its DLQ: <name>-dlq). "
+        "Default: the setting, ENTITLEMENTS_CLEANUP__RETRY_QUEUE_NAME.",
+    ),
+]
+
+
+def settings_naming_retry_queue(queue_name: str | None) -> Settings:
+    """The settings, with the retry queue a command's option names in place of the setting's: the
+    child, the retry worker and the commands then all read the queue from one place."""
+    from config import load_settings  # noqa: PLC0415 (kept off --help)
+
+    return load_settings(**({} if queue_name is None else {"cleanup": {"retry_queue_name": queue_name}}))
 
 
 @app.callback()
@@ -37,15 +52,14 @@ def cleanup() -> None:
 
 
 @app.command()
-def setup(queue_name: QueueOption = DEFAULT_QUEUE) -> None:
+def setup(queue_name: QueueOption = None) -> None:
     """Create (or bring up to date) the retry queue and its dead-letter queue; print their URLs."""
-    from config import load_settings  # noqa: PLC0415 (kept off --help)
-    from entitlements import compose  # noqa: PLC0415
+    from entitlements import compose  # noqa: PLC0415 (kept off --help)
     from entitlements._clients import bounded_calls  # noqa: PLC0415
 
     configure_logging()
     with bounded_calls():  # a silent endpoint: one line within seconds, not minutes of retries
-        queues = compose.setup_retry_queues(load_settings(), queue_name)
+        queues = compose.setup_retry_queues(settings_naming_retry_queue(queue_name))
     typer.echo(f"retry queue: {queues.queue_url}")
     typer.echo(f"dead-letter queue: {queues.dlq_url}")
 
@@ -56,18 +70,15 @@ def retry_worker(
         bool, typer.Option("--drain", help="Stop when the queue is empty instead of running until stopped.")
     ] = False,
     max_seconds: Annotated[float, typer.Option(help="With --drain: give up after this long.")] = 600.0,
-    queue_name: QueueOption = DEFAULT_QUEUE,
+    queue_name: QueueOption = None,
 ) -> None:
     """Drain parked cleanups: guard, delete at Array, mark the row; outcomes land in the lake."""
-    from config import load_settings  # noqa: PLC0415 (kept off --help)
-    from entitlements import compose  # noqa: PLC0415
+    from entitlements import compose  # noqa: PLC0415 (kept off --help)
 
     configure_logging()
-    settings = load_settings()
+    settings = settings_naming_retry_queue(queue_name)
     if drain:
-        report = compose.drain_retry_queue(
-            settings, max_seconds=max_seconds, queue_name=queue_name, name="cleanup-retry"
-        )
+        report = compose.drain_retry_queue(settings, max_seconds=max_seconds, name="cleanup-retry")
         typer.echo(
             f"passes {report.passes}, received {report.received}, finished {report.finished}, "
             f"re-parked {report.reparked}, unreadable {report.malformed}, "
@@ -75,7 +86,7 @@ def retry_worker(
         )
         raise typer.Exit(0 if report.empty else 1)
     lake = compose.lake_handler(settings, name="cleanup-retry")
-    worker = compose.retry_worker(settings, lake, queue_name=queue_name)
+    worker = compose.retry_worker(settings, lake)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:

@@ -17,7 +17,7 @@ import typer
 
 from entitlements._logging import configure_logging
 from entitlements._progress import progress
-from entitlements.commands.cleanup import DEFAULT_QUEUE as DEFAULT_RETRY_QUEUE_NAME
+from entitlements.commands.cleanup import settings_naming_retry_queue
 
 if TYPE_CHECKING:  # the daemon and the stores are imported when a command runs: --help stays fast
     from config import Settings
@@ -213,18 +213,18 @@ def consumer_status(
     as_json: bool = typer.Option(
         False, "--json", help="One JSON object: each figure with its value, as_of and age_seconds."
     ),
-    retry_queue_name: str = typer.Option(
-        DEFAULT_RETRY_QUEUE_NAME, help="The cleanup retry queue whose depth is shown."
+    retry_queue_name: str | None = typer.Option(
+        None,
+        help="The cleanup retry queue whose depth is shown. Default: the setting, "
+        "ENTITLEMENTS_CLEANUP__RETRY_QUEUE_NAME.",
     ),
 ) -> None:
     """Whether the consumer runs; per shard: records, events by kind, quarantined, dead-lettered, parked
     batches, checkpoints and lag (iterator age), each with its age; the stores; the cleanup retry queue.
     Exits 1 while no shard has reported, or while a shard's stats file cannot be read."""
-    from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements.commands._consumer_status import status_lines, status_report  # noqa: PLC0415
 
-    settings = load_settings()
-    report = status_report(settings, retry_queue_name=retry_queue_name)
+    report = status_report(settings_naming_retry_queue(retry_queue_name))
     if as_json:
         typer.echo(json.dumps(report, indent=2, sort_keys=True))
     else:

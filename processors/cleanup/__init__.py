@@ -7,7 +7,6 @@ by `entitlements.compose`."""
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_RETRY_QUEUE_NAME",
     "CleanupHandler",
     "DeleteValve",
     "DeletedAccountsSource",
@@ -28,11 +27,6 @@ from processors.cleanup._errors import GuardUnavailableError, RetryQueueError
 from processors.cleanup._handler import CleanupHandler
 from processors.cleanup._notes import LocalDeletionNotes
 from processors.cleanup._repair import DeletedAccountsSource, repair_removed_rows
-from processors.cleanup._retry_queue import (
-    DEFAULT_RETRY_QUEUE_NAME,
-    RetryQueues,
-    ensure_retry_queues,
-    queue_counts,
-)
+from processors.cleanup._retry_queue import RetryQueues, ensure_retry_queues, queue_counts
 from processors.cleanup._valve import DeleteValve
 from processors.cleanup.retry_worker import DrainReport, RetryWorker

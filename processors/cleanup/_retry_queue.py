@@ -8,8 +8,6 @@ the dead-letter queue receives only messages the worker repeatedly could not pro
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_RETRY_DLQ_NAME",
-    "DEFAULT_RETRY_QUEUE_NAME",
     "MAYBE_TAKEN_CODES",
     "RETENTION_SECONDS",
     "RetryQueues",
@@ -32,8 +30,6 @@ from processors.cleanup._errors import RetryQueueError
 from processors.cleanup._work import CleanupWork
 from schema.aws_errors import aws_error_code
 
-DEFAULT_RETRY_QUEUE_NAME = "entitlements-cleanup-retry"
-DEFAULT_RETRY_DLQ_NAME = "entitlements-cleanup-retry-dlq"
 RETENTION_SECONDS = 14 * 24 * 3600  # 1,209,600: SQS's maximum
 MAX_DELAY_SECONDS = 900  # SQS's maximum DelaySeconds
 _SQS_MAX_BATCH = 10
@@ -83,7 +79,7 @@ def _queue(sqs: SqsAdminClient, name: str, attributes: dict[str, str]) -> tuple[
 
 def ensure_retry_queues(
     sqs: SqsAdminClient,
-    queue_name: str = DEFAULT_RETRY_QUEUE_NAME,
+    queue_name: str,
     *,
     dlq_name: str | None = None,
     visibility_timeout_seconds: int = 120,

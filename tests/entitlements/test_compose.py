@@ -28,12 +28,14 @@ def queue_name() -> str:
     return f"cleanup-retry-{uuid.uuid4().hex[:10]}"
 
 
-def _settings(moto_endpoint: str, tmp_path: Path, **consumer: Any) -> Settings:
+def _settings(moto_endpoint: str, tmp_path: Path, queue_name: str | None = None, **consumer: Any) -> Settings:
+    """A test's own retry queue (`queue_name`, else a fresh one): the session's moto is shared."""
     return load_settings(
         aws={"endpoint_url": moto_endpoint, "access_key_id": "testing", "secret_access_key": "testing"},
         consumer={"state_dir": tmp_path / "state", "stream_arn": STREAM, **consumer},
         lake={"root": str(tmp_path / "lake")},
         array={"retry_budget_seconds": 3.0},
+        cleanup={"retry_queue_name": queue_name or f"cleanup-retry-{uuid.uuid4().hex[:10]}"},
     )
 
 
@@ -45,7 +47,7 @@ def test_the_cleanup_handler_refuses_to_build_before_its_setup_naming_the_comman
     moto_endpoint: str, tmp_path: Path, queue_name: str
 ) -> None:
     with pytest.raises(compose.SetupMissingError, match="entitlements cleanup setup"):
-        compose.cleanup_handler(_settings(moto_endpoint, tmp_path), sink=None, queue_name=queue_name)
+        compose.cleanup_handler(_settings(moto_endpoint, tmp_path, queue_name), sink=None)
 
 
 def test_building_the_cleanup_handler_creates_no_queue(
@@ -53,23 +55,23 @@ def test_building_the_cleanup_handler_creates_no_queue(
 ) -> None:
     before = _queue_names(sqs)
     with pytest.raises(compose.SetupMissingError):
-        compose.cleanup_handler(_settings(moto_endpoint, tmp_path), sink=None, queue_name=queue_name)
+        compose.cleanup_handler(_settings(moto_endpoint, tmp_path, queue_name), sink=None)
     assert _queue_names(sqs) == before
 
 
 def test_the_setup_makes_the_retry_queue_and_its_dead_letter_queue(
     moto_endpoint: str, tmp_path: Path, sqs: Any, queue_name: str
 ) -> None:
-    compose.setup_retry_queues(_settings(moto_endpoint, tmp_path), queue_name)
+    compose.setup_retry_queues(_settings(moto_endpoint, tmp_path, queue_name))
     assert {queue_name, f"{queue_name}-dlq"} <= _queue_names(sqs)
 
 
 def test_after_the_setup_the_handler_uses_the_queue_and_the_settings(
     moto_endpoint: str, tmp_path: Path, sqs: Any, queue_name: str
 ) -> None:
-    settings = _settings(moto_endpoint, tmp_path)
-    queues = compose.setup_retry_queues(settings, queue_name)
-    handler = compose.cleanup_handler(settings, sink=None, queue_name=queue_name)
+    settings = _settings(moto_endpoint, tmp_path, queue_name)
+    queues = compose.setup_retry_queues(settings)
+    handler = compose.cleanup_handler(settings, sink=None)
     assert (handler.name, handler.retry_budget_seconds, handler._queue_url) == (
         "cleanup",
         3.0,
@@ -130,9 +132,9 @@ def test_the_erasure_worker_refuses_to_build_before_its_setup_naming_the_command
 def test_the_cleanup_clients_keep_each_call_inside_the_flush_budget(
     moto_endpoint: str, tmp_path: Path, queue_name: str
 ) -> None:
-    settings = _settings(moto_endpoint, tmp_path)
-    compose.setup_retry_queues(settings, queue_name)
-    clients = compose._CleanupClients(settings, queue_name)
+    settings = _settings(moto_endpoint, tmp_path, queue_name)
+    compose.setup_retry_queues(settings)
+    clients = compose._CleanupClients(settings)
     bounds = flush_call_bounds(settings.array.retry_budget_seconds)
     configs = (clients.dynamodb.meta.config, clients.sqs.meta.config)
     assert {(c.connect_timeout, c.read_timeout) for c in configs} == {

@@ -24,7 +24,7 @@ from devstack.ttl_emulator import TtlEmulator
 from entitlements.compose import drain_retry_queue, setup_retry_queues
 from pipeline.daemon import DaemonSpec, KclDaemon
 from pipeline.tables import create_table
-from processors.cleanup import DEFAULT_RETRY_QUEUE_NAME, DrainReport, ensure_retry_queues
+from processors.cleanup import DrainReport
 from schema.clock import Clock, SystemClock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,8 +47,12 @@ def consumer_settings(endpoint: str, table_name: str, state_dir: Path, **overrid
         **overrides.pop("consumer", {}),
     }
     lake = {"root": str(state_dir / "lake"), "flush_seconds": 1.0, **overrides.pop("lake", {})}
+    # The table's own retry queue: the session's moto server is shared by every test of an xdist
+    # worker, and a queue shared with them would hand this consumer's drain their parked work.
+    cleanup = {"retry_queue_name": f"retry-{table_name}", **overrides.pop("cleanup", {})}
     return load_settings(
         lake=lake,
+        cleanup=cleanup,
         aws={
             "endpoint_url": endpoint,
             "region": "eu-west-1",
@@ -284,7 +288,6 @@ class CleanupStack:
 def cleanup_stack(moto_server: MotoServer, tmp_path: Path) -> Iterator[CleanupStack]:
     """The real child with its lake and cleanup handlers on the fake Array, and TTL on the table."""
     endpoint = moto_server.endpoint
-    ensure_retry_queues(aws_client(endpoint, "sqs"), DEFAULT_RETRY_QUEUE_NAME)  # the setup command's job
     with (
         FakeArrayServer(host="127.0.0.1", port=0) as array,
         running_consumer(

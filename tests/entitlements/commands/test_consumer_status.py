@@ -32,8 +32,12 @@ def state(tmp_path: Path) -> StateDir:
 @pytest.fixture
 def queue_name(moto_endpoint: str, state: StateDir) -> str:
     name = f"retry-{uuid.uuid4().hex[:8]}"
-    settings = load_settings(aws={"endpoint_url": moto_endpoint, "region": REGION}, **env_overrides(state))
-    setup_retry_queues(settings, name)
+    settings = load_settings(
+        aws={"endpoint_url": moto_endpoint, "region": REGION},
+        cleanup={"retry_queue_name": name},
+        **env_overrides(state),
+    )
+    setup_retry_queues(settings)
     return name
 
 

@@ -25,7 +25,11 @@ CLI = "from entitlements.cli import main; main()"
 
 def test_the_retry_worker_serves_the_depth_of_its_queue(moto_endpoint: str, tmp_path: Path) -> None:
     queue = f"retry-{uuid.uuid4().hex[:8]}"
-    setup_retry_queues(load_settings(aws={"endpoint_url": moto_endpoint, "region": REGION}), queue)
+    setup_retry_queues(
+        load_settings(
+            aws={"endpoint_url": moto_endpoint, "region": REGION}, cleanup={"retry_queue_name": queue}
+        )
+    )
     sqs = client(moto_endpoint, "sqs")
     url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody="{}", DelaySeconds=900)  # waits: the worker cannot take it

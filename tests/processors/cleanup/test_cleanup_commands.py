@@ -116,10 +116,10 @@ def test_the_retry_worker_command_drains_parked_work_and_lands_its_outcomes(
     put_row("u1", "acct-1", "Cancelled")
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    settings = load_settings()
+    settings = load_settings(cleanup={"retry_queue_name": queue_name})
     sink = ListSink()
-    compose.setup_retry_queues(settings, queue_name)  # `entitlements cleanup setup`
-    handler = compose.cleanup_handler(settings, sink, queue_name=queue_name)
+    compose.setup_retry_queues(settings)  # `entitlements cleanup setup`
+    handler = compose.cleanup_handler(settings, sink)
     fake_array.expire_credentials()
     handler.add(make_expiry("u1", "acct-1", ItemKind.CANCELLATION))
     handler.flush()

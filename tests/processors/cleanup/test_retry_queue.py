@@ -79,7 +79,7 @@ def test_a_batch_the_queue_refuses_whole_reports_every_pair_of_it() -> None:
 
 def test_a_visibility_timeout_sqs_would_refuse_is_refused_before_any_call() -> None:
     with pytest.raises(ValueError, match="visibility timeout"):
-        ensure_retry_queues(object(), visibility_timeout_seconds=50_000)  # type: ignore[arg-type]
+        ensure_retry_queues(object(), "q", visibility_timeout_seconds=50_000)  # type: ignore[arg-type]
 
 
 class _Counting:
