@@ -73,6 +73,7 @@ from devstack.workload import SimulationConfig
 from entitlements import compose
 from entitlements._clients import aws_client
 from entitlements._demo_verdict import MANIFEST_NAME, Verdict, judge, read_manifest, write_manifest
+from entitlements._progress import LINE_SECONDS
 from entitlements._workload import local_service
 from entitlements.commands._stores import build_recovery
 from pipeline import DaemonSpec, KclDaemon
@@ -248,15 +249,31 @@ def _settings(
     )
 
 
-def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(_POLL_SECONDS)
-    raise DemoError(
-        f"demo: {what} did not happen within {timeout:.0f} s (see the daemon log in the state folder)"
-    )
+def _wait(
+    condition: Callable[[], bool],
+    timeout: float,
+    what: str,
+    progress: Callable[[str], None],
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Poll `condition` until it holds or `timeout` has passed. Most waits end within seconds and say
+    nothing; a longer one says so every LINE_SECONDS from twice that on (the project's progress
+    convention, entitlements/_progress.py), so that a stuck run is never a minute of silence."""
+    started = clock()
+    next_line = 2 * LINE_SECONDS
+    while not condition():
+        waited = clock() - started
+        if waited >= timeout:
+            raise DemoError(
+                f"demo: {what} did not happen within {timeout:.0f} s (see the daemon log in the state folder)"
+            )
+        if waited >= next_line:
+            progress(f"waiting for {what}: {waited:.0f} s")
+            while next_line <= waited:  # a slow poll skips the lines it overran: one line, not several
+                next_line += LINE_SECONDS
+        sleep(_POLL_SECONDS)
 
 
 def _pending_expiries(client: Any, table: str, now_epoch: float) -> int:
@@ -294,7 +311,9 @@ def _consumed_up_to(settings: Settings, target: str | None) -> bool:
     return target is None or (seen is not None and int(seen) >= int(target))
 
 
-def _wait_for_the_stream_end(settings: Settings, client: Callable[[str], Any], timeout: float) -> None:
+def _wait_for_the_stream_end(
+    settings: Settings, client: Callable[[str], Any], timeout: float, progress: Callable[[str], None]
+) -> None:
     """Wait until the consumer has committed up to an end of the stream that no longer moves. A shard's
     stats are written after its commit, and a commit comes after every handler's flush: once they show
     the end, the rows the cleanup marked Removed for those records are in the stream, and reading the
@@ -302,7 +321,10 @@ def _wait_for_the_stream_end(settings: Settings, client: Callable[[str], Any], t
     target = _last_stream_sequence(settings, client)
     while True:
         _wait(
-            functools.partial(_consumed_up_to, settings, target), timeout, "the consumer reading the stream"
+            functools.partial(_consumed_up_to, settings, target),
+            timeout,
+            "the consumer reading the stream",
+            progress,
         )
         now = _last_stream_sequence(settings, client)
         if now == target:
@@ -549,7 +571,7 @@ def _finish_parked_work(
             system.differences.append(
                 f"{replayed.remaining} parked batch(es) did not replay (`entitlements replay-parked`)"
             )
-    _wait_for_the_stream_end(settings, client, options.timeout_seconds)
+    _wait_for_the_stream_end(settings, client, options.timeout_seconds, progress)
 
 
 def _live_processes_in_group(pgid: int) -> int:
@@ -669,9 +691,10 @@ def _run_the_system(options: DemoOptions, progress: Callable[[str], None]) -> _S
             lambda: _pending_expiries(dynamodb, "entitlements", clock.now().timestamp()) == 0,
             options.timeout_seconds,
             "every cleanup record expiring",
+            progress,
         )
         progress("every cleanup record that can expire has expired")
-        _wait_for_the_stream_end(settings, client, options.timeout_seconds)
+        _wait_for_the_stream_end(settings, client, options.timeout_seconds, progress)
         progress("the consumer reached the end of the stream")
         _finish_parked_work(options, settings, client, system, progress)
         progress("the consumer reached the end of the stream again")
@@ -717,12 +740,14 @@ def _report(options: DemoOptions, system: _System, progress: Callable[[str], Non
     """Step 5, over the lake on disk (the stack, the service and the consumer have stopped)."""
     settings = system.settings
     lake = lake_from_settings(settings)
+    progress("snapshotting the lake and counting its events and outcomes")
     snapshot(lake)
     with connect(lake) as con:
         events = dict(
             con.execute("SELECT event_type, count(*) FROM changes GROUP BY 1 ORDER BY 1").fetchall()
         )
         outcomes = dict(con.execute("SELECT kind, count(*) FROM outcomes GROUP BY 1 ORDER BY 1").fetchall())
+    progress("auditing the lake")
     audit = run_audits(lake, load_config(policy=settings.policy))
     reports = {}
     for fmt, name in (("markdown", "audit.md"), ("html", "audit.html"), ("json", "audit.json")):

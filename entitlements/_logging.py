@@ -56,9 +56,11 @@ def configure_logging(level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # botocore logs request and response bodies at DEBUG; never let them through.
+    # botocore logs request and response bodies at DEBUG, and at INFO where it found credentials
+    # ("Found credentials in environment variables."): a second stderr line beside a refusal's one, and
+    # nothing an operator acts on. Their warnings and errors still come through.
     for noisy in ("botocore", "boto3", "urllib3", "s3transfer"):
-        logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLevelName(level)))
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
     # These log each request's URL or path, and the client's address, at INFO; the service's paths
     # carry user ids. Their warnings and errors still come through.
     for per_request in _PER_REQUEST_LOGGERS:

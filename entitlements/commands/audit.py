@@ -1,15 +1,18 @@
 """`entitlements audit`: check the table's invariants (docs/table.md) over the settings' lake, now and ever.
 
-    entitlements audit [--format markdown|json|html|junit] [--output PATH] [--as-of TIME]
+    entitlements audit [--format markdown|json|html|junit] [--output PATH [--force]] [--as-of TIME]
                        [--thresholds PATH] [--erased-users PATH] [--erasure-ledger]
                        [--check NAME ...] [--from-log] [--store-failures]
-    entitlements audit-failures [--audit-id ID] [--check NAME ...] [--output PATH]
+    entitlements audit-failures [--audit-id ID] [--check NAME ...] [--output PATH [--force]]
 
 Exit status, so that a schedule can gate on it: 0 when no check reached its error threshold, 1 when one
 did, 2 when the audit could not run (no lake or one with no data, an --as-of before the lake's first
 change, an unreadable lake or thresholds file, a bad argument), with one line on stderr naming the path
 at fault and the command that fixes it.
 
+`--output PATH` writes a new file (an existing one only with `--force`) whose suffix says the format
+unless `--format` does: `.md`, `.json`, `.html`, `.xml` (JUnit); `audit-failures` writes `.jsonl`. A
+suffix that is not the format's is refused before the lake is read (entitlements/commands/_output.py).
 `--format json` starts with the run's `status` and `counts`; `--format junit` is JUnit XML for CI systems
 (one test case per check: names and counts, never a row's value). `--store-failures` keeps every row of
 each check that did not pass in the lake's `audits/failures` table (one commit per run; the erasure
@@ -44,6 +47,7 @@ from analytics.audits import ReportFormat, load_checks
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
 from entitlements.commands._lake_lines import lake_line
+from entitlements.commands._output import AUDIT, AUDIT_FAILURES, open_output
 from schema.errors import EntitlementsError
 
 if TYPE_CHECKING:
@@ -105,10 +109,11 @@ def run_audit(
     from_log: bool = False,
     use_erasure_ledger: bool = False,
     store_failures: bool = False,
+    force: bool = False,
 ) -> int:
-    """Audit the settings' lake, print or write the report, and return the exit status (0, 1 or 2).
-    Never raises: a failure is one line on stderr (its message, or its class name for an unexpected
-    one) and returns 2. Nothing is created where the lake should be."""
+    """Audit the settings' lake, print or write the report (to a new `output` unless `force`), and
+    return the exit status (0, 1 or 2). Never raises: a failure is one line on stderr (its message, or
+    its class name for an unexpected one) and returns 2. Nothing is created where the lake should be."""
     from analytics.audits import load_config, render_report, run_audits  # noqa: PLC0415 (--help stays fast)
     from analytics.lake import lake_from_settings, require_reachable  # noqa: PLC0415
     from processors.erasure import LEDGER_DIR_NAME, ErasureLedger  # noqa: PLC0415
@@ -140,7 +145,7 @@ def run_audit(
             )
         text = render_report(report, fmt)
         if output is not None:
-            _write(output, text)
+            _write(output, text, force=force)
         else:
             sys.stdout.write(text)
     except EntitlementsError as error:  # a schedule must tell "could not run" (2) from "found" (1)
@@ -157,10 +162,11 @@ def run_audit(
     return report.exit_code
 
 
-def _write(output: Path, text: str) -> None:
+def _write(output: Path, text: str, *, force: bool) -> None:
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        with open_output(output, force=force) as file:
+            file.write(text)
     except OSError as error:
         raise AuditInputError(
             f"cannot write the report to {output} ({type(error).__name__}): give a writable --output"
@@ -171,11 +177,20 @@ def _write(output: Path, text: str) -> None:
 def audit_command(
     *,
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="markdown, json, html or junit (JUnit XML for CI).")
-    ] = ReportFormat.MARKDOWN,
-    output: Annotated[
-        Path | None, typer.Option("--output", help="Write the report here, not stdout.")
+        ReportFormat | None,
+        typer.Option(
+            "--format",
+            help="markdown, json, html or junit (JUnit XML for CI); default: from --output's suffix, "
+            "else markdown.",
+        ),
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", help="Write the report to this new file (.md, .json, .html or .xml), not stdout."
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     as_of: Annotated[
         str | None,
         typer.Option("--as-of", help="Audit the state and history at this instant (ISO 8601, stream time)."),
@@ -217,12 +232,14 @@ def audit_command(
     try:
         erased = _erased(erased_users)
         settings = load_settings()
+        chosen = AUDIT.format_for(output, fmt, ReportFormat.MARKDOWN, force=force)
     except (EntitlementsError, SettingsError) as error:  # settings errors: field and rule, never the value
         raise typer.Exit(_refused(str(error))) from None
     code = run_audit(
         settings,
-        fmt=fmt,
+        fmt=chosen,
         output=output,
+        force=force,
         as_of=moment,
         thresholds=thresholds,
         erased_user_ids=erased,
@@ -277,8 +294,10 @@ def audit_failures_command(
         list[str] | None, typer.Option("--check", help="Only this check's rows (repeatable).")
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", help="Write the JSON lines here, not stdout.")
+        Path | None,
+        typer.Option("--output", help="Write the JSON lines to this new file (.jsonl), not stdout."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
 ) -> None:
     """Print the failing rows `audit --store-failures` kept in the lake, one JSON object a line; exit 2
     when the lake cannot be read."""
@@ -290,6 +309,8 @@ def audit_failures_command(
     try:
         settings = load_settings()
         _known_checks(check)
+        if output is not None:
+            AUDIT_FAILURES.checked(output, force=force)
         lake = lake_from_settings(settings, create=False)
         table = read_failures(lake, audit_id=audit_id)
         if audit_id is not None and not table.num_rows:
@@ -297,7 +318,7 @@ def audit_failures_command(
         rows = [r for r in table.to_pylist() if not check or r["check_name"] in check]
         text = _stored_lines(rows)
         if output is not None:
-            _write(output, text)
+            _write(output, text, force=force)
         else:
             sys.stdout.write(text)
     except (EntitlementsError, SettingsError) as error:

@@ -114,14 +114,16 @@ def repair(
     from analytics import LakeDeletedAccounts, lake_from_settings  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415 (kept off --help)
     from entitlements import compose  # noqa: PLC0415
-    from entitlements._clients import aws_client  # noqa: PLC0415
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
     from processors.cleanup import repair_removed_rows  # noqa: PLC0415
     from schema.clock import clock_from_settings  # noqa: PLC0415
 
     configure_logging()
     settings = load_settings()
-    # The table, reached once first: an unreachable or missing table is one line, not one per account.
-    compose.table_stream_arn(settings)
+    # The table, reached once first: an unreachable or missing table is one line, not one per account,
+    # and a silent endpoint one line within seconds (the repair's own calls keep the settings' retries).
+    with bounded_calls():
+        compose.table_stream_arn(settings)
     with progress("repairing: reading each deleted account's rows") as bar:
         report = repair_removed_rows(
             aws_client(settings.aws, "dynamodb", **compose.AWS_TIMEOUTS),

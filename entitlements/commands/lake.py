@@ -8,10 +8,12 @@ say which axis they are (schema/lake.md).
 `sql` is read-only: one SELECT of the lake's views, never a table function (`read_parquet` on lake files
 would bypass the erasure mask, `read_csv` read any file on the host) nor a file path as a table, never a
 write to the lake or anywhere else; the connection reads only the lake's folder. Its result goes to stdout or,
-with `--output PATH`, to a CSV, Parquet or JSON file (the format from `--format`, else the file's
-suffix). `sql --as-of T` and `snapshot --as-of T` read the lake as it stood at T and write nothing to it
-(`snapshot --as-of T --store` keeps the state in the lake's `snapshots/as_of` table). A missing or empty
-lake is one line naming its path and the command that fills it (exit 2), never an empty answer.
+with `--output PATH`, to a new CSV, Parquet, JSON or text file (the format from `--format`, else the
+file's suffix; an existing file only with `--force`: entitlements/commands/_output.py). `sql --as-of T`
+and `snapshot --as-of T` read the lake as it stood at T and write nothing to it (`snapshot --as-of T
+--output PATH` writes a new Parquet file; `--store` keeps the state in the lake's `snapshots/as_of`
+table). A missing or empty lake is one line naming its path and the command that fills it (exit 2),
+never an empty answer.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import typer
 
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
+from entitlements.commands._output import SNAPSHOT, SQL, open_output
 from schema.errors import TerminalError
 
 # The lake stack (delta-rs, DuckDB, pyarrow), rich and the settings are imported inside the commands:
@@ -50,15 +53,6 @@ class OutputFormat(StrEnum):
     CSV = "csv"
     JSON = "json"
     PARQUET = "parquet"
-
-
-# What --output's suffix says when --format is not given.
-_SUFFIX_FORMATS = {
-    ".csv": OutputFormat.CSV,
-    ".json": OutputFormat.JSON,
-    ".parquet": OutputFormat.PARQUET,
-    ".pq": OutputFormat.PARQUET,
-}
 
 
 def _instant(text: str) -> datetime:
@@ -94,12 +88,16 @@ def snapshot_command(
     as_of: Annotated[str | None, typer.Option("--as-of", help=_AS_OF_HELP)] = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild from the whole change log.")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", help="With --as-of: write the state to this Parquet file.")
+        Path | None,
+        typer.Option(
+            "--output", help="With --as-of: write the state to this new Parquet file (.parquet or .pq)."
+        ),
     ] = None,
     store: Annotated[
         bool,
         typer.Option("--store", help="With --as-of: keep the state in the lake's snapshots/as_of table."),
     ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
 ) -> None:
     """Fold the change log into the table's current state, incrementally from the previous snapshot;
     with --as-of, read the state at a past instant instead (nothing is written to the lake unless
@@ -111,7 +109,12 @@ def snapshot_command(
     from config import load_settings  # noqa: PLC0415
 
     configure_logging("WARNING")
-    lake = lake_from_settings(load_settings(), create=False)
+    settings = load_settings()
+    if output is not None and as_of is None:  # it would be ignored: nothing written where it was asked
+        raise typer.BadParameter("--output needs --as-of (the state at an instant is what it writes)")
+    if output is not None:
+        SNAPSHOT.checked(output, force=force)
+    lake = lake_from_settings(settings, create=False)
     if as_of is not None:
         instant = _instant(as_of)
         _outside_lake(lake.base, lake.is_local, output)
@@ -120,7 +123,8 @@ def snapshot_command(
             if store:
                 snapshot_as_of(lake, instant)
         if output is not None:
-            pq.write_table(state, output, compression="zstd")
+            with open_output(output, force=force, binary=True) as file:
+                pq.write_table(state, file, compression="zstd")
         typer.echo(f"state as of {instant.isoformat()} (stream time)")
         typer.echo(f"items: {state.num_rows}")
         written = [lake.uri_for("snapshots/as_of")] if store else []
@@ -155,45 +159,8 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-_FORMAT_SUFFIXES = {OutputFormat.TABLE: (".txt",)} | {
-    fmt: tuple(suffix for suffix, of in _SUFFIX_FORMATS.items() if of is fmt)
-    for fmt in (OutputFormat.CSV, OutputFormat.JSON, OutputFormat.PARQUET)
-}
 # Rows rendered between two progress updates while a result is written.
 _WRITE_BATCH = 65_536
-
-
-class OutputRefused(TerminalError):
-    """An --output the command will not write: a suffix that is not the format's, or an existing file."""
-
-
-def _output_format(fmt: OutputFormat | None, output: Path | None, *, force: bool) -> OutputFormat:
-    """The format to write, refusing before the lake is read: a suffix no format writes (`x.xlsx`
-    would get a text table) or one that is another format's, and an existing file unless --force."""
-    if output is None:
-        return fmt or OutputFormat.TABLE
-    suffix = output.suffix.lower()
-    chosen = fmt or _SUFFIX_FORMATS.get(suffix) or (OutputFormat.TABLE if suffix == ".txt" else None)
-    if chosen is None or suffix not in _FORMAT_SUFFIXES[chosen]:
-        wanted = " or ".join(_FORMAT_SUFFIXES[chosen]) if chosen else ".csv, .json, .parquet, .pq or .txt"
-        raise OutputRefused(
-            f"--output {output}: the suffix {suffix or '(none)'} is not what "
-            f"{'--format ' + fmt.value if fmt else 'sql'} writes: name a {wanted} file"
-        )
-    if (output.exists() or output.is_symlink()) and not force:
-        raise OutputRefused(f"--output {output} exists: name a new file, or add --force to overwrite it")
-    return chosen
-
-
-def _open(output: Path, *, force: bool, binary: bool = False) -> Any:
-    """The output file; without --force a file created meanwhile is still never overwritten."""
-    mode = ("w" if force else "x") + ("b" if binary else "")
-    try:
-        return open(output, mode, encoding=None if binary else "utf-8", newline=None if binary else "")
-    except FileExistsError:
-        raise OutputRefused(
-            f"--output {output} exists: name a new file, or add --force to overwrite it"
-        ) from None
 
 
 def _rows(table: pa.Table, step: Any) -> Iterator[dict[str, Any]]:
@@ -203,10 +170,13 @@ def _rows(table: pa.Table, step: Any) -> Iterator[dict[str, Any]]:
 
 
 def _emit(table: pa.Table, fmt: OutputFormat, output: Path | None, *, force: bool = False) -> None:
-    with progress(f"writing {table.num_rows} rows", total=table.num_rows, every=LINE_SECONDS) as step:
+    from analytics.reports import counted  # noqa: PLC0415 (kept off --help)
+
+    rows = counted(table.num_rows, "row")
+    with progress(f"writing {rows}", total=table.num_rows, every=LINE_SECONDS) as step:
         _write_result(table, fmt, output, force, step)
     if output is not None:
-        typer.echo(f"{table.num_rows} rows written to {output}", err=True)
+        typer.echo(f"{rows} written to {output}", err=True)
 
 
 def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force: bool, step: Any) -> None:
@@ -214,6 +184,8 @@ def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force
     import pyarrow.parquet as pq  # noqa: PLC0415
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
+
+    from analytics.reports import counted  # noqa: PLC0415
 
     if fmt is OutputFormat.PARQUET:
         if output is None:
@@ -224,7 +196,7 @@ def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force
             sys.stdout.buffer.write(sink.getvalue().to_pybytes())
             sys.stdout.flush()
             return
-        with _open(output, force=force, binary=True) as file:
+        with open_output(output, force=force, binary=True) as file:
             pq.write_table(table, file, compression="zstd")
         step.advance(table.num_rows)
         return
@@ -234,12 +206,12 @@ def _write_result(table: pa.Table, fmt: OutputFormat, output: Path | None, force
             rendered.add_row(*(_text(v) for v in row.values()))
         console = Console(file=io.StringIO() if output else sys.stdout, width=250)
         console.print(rendered)
-        console.print(f"{table.num_rows} rows")
+        console.print(counted(table.num_rows, "row"))
         if output and isinstance(console.file, io.StringIO):
-            with _open(output, force=force) as file:
+            with open_output(output, force=force) as file:
                 file.write(console.file.getvalue())
         return
-    with _open(output, force=force) if output else nullcontext(sys.stdout) as file:
+    with open_output(output, force=force) if output else nullcontext(sys.stdout) as file:
         if fmt is OutputFormat.CSV:
             writer = csv.writer(file)
             writer.writerow(table.column_names)
@@ -283,7 +255,7 @@ def sql_command(
     configure_logging("WARNING")
     settings = load_settings()
     instant = _instant(as_of) if as_of is not None else None
-    chosen = _output_format(fmt, output, force=force)
+    chosen = SQL.format_for(output, fmt, OutputFormat.TABLE, force=force)
     lake = lake_from_settings(settings, create=False)
     _outside_lake(lake.base, lake.is_local, output)
     # Refused before the lake is read: anything but one SELECT of the views (no table function, no file).

@@ -1,15 +1,18 @@
 """`entitlements mine REPORT`: the reports an analyst of the entitlements service asks for.
 
     entitlements mine --list
-    entitlements mine REPORT [--format table|markdown|json|csv|html] [--output PATH] [--from-snapshot]
-                             [--as-of TIME]
+    entitlements mine REPORT [--format table|markdown|json|csv|html] [--output PATH [--force]]
+                             [--from-snapshot] [--as-of TIME]
 
 Reports are analytics/sql/mining/*.sql over the settings' lake. Days are business time (the items'
 updatedAt/createdAt as the service wrote them; the simulator's clock in demos), except where a report
-says otherwise. HTML embeds the report's chart; Markdown written with --output gets it as a PNG beside
-the file. `--as-of TIME` runs the report over the lake as it stood at TIME (stream creation time; nothing
-is written to the lake). Exit 0, or 2 when the report could not run (one line on stderr: a missing or
-empty lake names its path and the command that fills it).
+says otherwise. `--output PATH` writes a new file whose suffix says the format unless `--format` does
+(.txt, .md, .json, .csv, .html; an existing file only with `--force`: entitlements/commands/_output.py).
+HTML embeds the report's chart; Markdown written with --output gets it as a PNG beside the file (kept,
+like the file, unless `--force`). `--as-of TIME` runs the report over the lake as it stood at TIME
+(stream creation time; nothing is written to the lake). Exit 0, or 2 when the report could not run
+(one line on stderr: a missing or empty lake names its path and the command that fills it; an --output
+refused).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import typer
 from analytics.mining import MiningFormat, load_reports
 from entitlements._logging import configure_logging
 from entitlements._progress import LINE_SECONDS, progress
+from entitlements.commands._output import MINE, open_output, refuse_existing
 from entitlements.commands.lake import _instant
 
 app = typer.Typer(add_completion=False)
@@ -46,11 +50,20 @@ def mine_command(
     report: Annotated[str | None, typer.Argument(help="The report to run (see --list).")] = None,
     list_reports: Annotated[bool, typer.Option("--list", help="List the reports and exit.")] = False,
     fmt: Annotated[
-        MiningFormat, typer.Option("--format", help="table, markdown, json, csv or html.")
-    ] = MiningFormat.TABLE,
-    output: Annotated[
-        Path | None, typer.Option("--output", help="Write the report here, not stdout.")
+        MiningFormat | None,
+        typer.Option(
+            "--format",
+            help="table, markdown, json, csv or html (default: from --output's suffix, else table).",
+        ),
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            help="Write the report to this new file (.txt, .md, .json, .csv or .html), not stdout.",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
     from_snapshot: Annotated[
         bool, typer.Option("--from-snapshot", help="Read the current state from the latest snapshot.")
     ] = False,
@@ -65,6 +78,7 @@ def mine_command(
     """Run a mining report over the lake (`--list` names them)."""
     from analytics.lake import lake_from_settings, require_reachable  # noqa: PLC0415 (kept off --help)
     from analytics.mining import render_mining, report_charts, run_report  # noqa: PLC0415
+    from analytics.reports import counted  # noqa: PLC0415
     from config import load_settings  # noqa: PLC0415
 
     configure_logging("WARNING")
@@ -76,23 +90,29 @@ def mine_command(
         raise typer.Exit(EXIT_ERROR)
     instant = _instant(as_of) if as_of is not None else None
     settings = load_settings()
+    chosen = MINE.format_for(output, fmt, MiningFormat.TABLE, force=force)
     lake = lake_from_settings(settings, create=False)
     require_reachable(lake)  # refused on one line before the step that would print progress lines
     # A bar on a terminal, a line every few seconds elsewhere: a report takes 20-60 s on a large lake.
     with progress(f"mining {report}", every=LINE_SECONDS):
         result = run_report(lake, report, policy=settings.policy, from_snapshot=from_snapshot, as_of=instant)
-    chart_files: list[str] = []
-    if output is not None and fmt is MiningFormat.MARKDOWN:
-        for index, chart in enumerate(report_charts(result), start=1):
-            png = output.with_name(f"{output.stem}.chart{index}.png")
-            png.parent.mkdir(parents=True, exist_ok=True)
-            png.write_bytes(base64.b64decode(chart.png))
-            chart_files.append(png.name)
+    charts: dict[Path, str] = {}
+    if output is not None and chosen is MiningFormat.MARKDOWN:
+        charts = {
+            output.with_name(f"{output.stem}.chart{index}.png"): chart.png
+            for index, chart in enumerate(report_charts(result), start=1)
+        }
+    for png in charts:  # every file refused before any is written: a refusal leaves nothing behind
+        refuse_existing(png, force=force)
     with progress(f"rendering {report}", every=LINE_SECONDS):
-        text = render_mining(result, fmt, chart_files=chart_files)
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"{report}: {result.table.num_rows} rows written to {output}")
-    else:
+        text = render_mining(result, chosen, chart_files=[png.name for png in charts])
+    if output is None:
         sys.stdout.write(text)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    for png, encoded in charts.items():
+        with open_output(png, force=force, binary=True) as file:
+            file.write(base64.b64decode(encoded))
+    with open_output(output, force=force) as file:
+        file.write(text)
+    typer.echo(f"{report}: {counted(result.table.num_rows, 'row')} written to {output}")

@@ -190,7 +190,7 @@ def simulate(
     from devstack.simulator import run_simulation  # noqa: PLC0415
     from devstack.workload import Mix, SimulationConfig  # noqa: PLC0415
     from entitlements import compose  # noqa: PLC0415
-    from entitlements._clients import aws_client  # noqa: PLC0415
+    from entitlements._clients import aws_client, bounded_calls  # noqa: PLC0415
     from schema.clock import clock_from_settings  # noqa: PLC0415
 
     configure_logging("WARNING")  # the summary and a failed run's line say what the run did
@@ -225,7 +225,8 @@ def simulate(
         summary_json.parent.mkdir(parents=True, exist_ok=True)
     # The table, reached once first: missing or unreachable, one line naming the fix (the messages of
     # the errors below hold codes only, never keys or bodies).
-    compose.table_stream_arn(settings, table_name=config.table_name)
+    with bounded_calls():  # and a silent endpoint one line within seconds, not minutes of retries
+        compose.table_stream_arn(settings, table_name=config.table_name)
     table = DirectWrites(aws_client(settings.aws, "dynamodb"), config.table_name)
     summary: Any
     if clients == 0:

@@ -110,3 +110,15 @@ def test_uvicorns_coloured_copy_of_its_template_is_left_out(
     [line] = _lines(capsys)
     assert json.loads(line)["msg"] == "Started server process [4242]"
     assert "color_message" not in line and "%d" not in line and "\\u001b" not in line
+
+
+@pytest.mark.parametrize("library", ["botocore.credentials", "boto3", "urllib3", "s3transfer"])
+def test_the_aws_sdks_info_lines_are_not_written_and_its_warnings_are(
+    library: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # botocore says where it found credentials at INFO once per session: beside a command's refusal it
+    # was a second stderr line.
+    configure_logging()
+    logging.getLogger(library).info("Found credentials in environment variables.")
+    logging.getLogger(library).warning("retries exhausted")
+    assert [entry["msg"] for entry in _entries(capsys)] == ["retries exhausted"]

@@ -14,7 +14,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import boto3
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -27,6 +29,9 @@ from tests.entitlements.commands._stored import StateDir, stream_record
 from tests.pipeline._consumer_fakes import STREAM
 from tests.support.dynamodb import client
 from tests.support.outcomes import land_outcomes
+
+if TYPE_CHECKING:
+    from pipeline.parking import RawRecord
 
 CANARY = "canary-5e1f-not-to-be-shown"
 
@@ -242,18 +247,74 @@ def silent_port() -> Iterator[int]:
         yield int(silent.getsockname()[1])
 
 
+def _worst_case_seconds(config: Any) -> float:
+    """How long one call of a client so configured can take against an endpoint that accepts and never
+    answers: each attempt's connect and read timeouts, and standard mode's backoff between attempts (at
+    most 2 ** (n - 1) s before attempt n + 1, capped at 20 s)."""
+    attempts = int(config.retries["total_max_attempts"])
+    backoff = sum(min(20, 2**n) for n in range(attempts - 1))
+    return float(attempts * (config.connect_timeout + config.read_timeout) + backoff)
+
+
+# What makes "one line within 15 s" hold, asserted on what the command configured rather than timed.
+SILENT_ENDPOINT_SECONDS = 15
+
+
 # botocore's defaults (60 s reads, every attempt retried) would take over six minutes here: the timeout
 # fails the test instead, with room for any load.
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(
-    "command", ["table create", "erasure setup", "cleanup setup", "relinker setup", "relinker enqueue"]
+    "command",
+    [
+        "table create",
+        "erasure setup",
+        "cleanup setup",
+        "relinker setup",
+        "relinker enqueue",
+        "cleanup repair",
+        "simulate",
+    ],
 )
 def test_a_setup_command_against_an_endpoint_that_never_answers_is_one_line(
-    world: World, silent_port: int, command: str
+    world: World, silent_port: int, command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    built: list[Any] = []
+    build = boto3.client
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        built.append(client := build(*args, **kwargs))
+        return client
+
+    monkeypatch.setattr(boto3, "client", recorded)  # every client the command builds (entitlements._clients)
     silent = {"ENTITLEMENTS_AWS__ENDPOINT_URL": f"http://127.0.0.1:{silent_port}"}
     line = refused_on_one_line(world.run(COMMANDS[command], ENTITLEMENTS_AWS__MAX_ATTEMPTS="5", **silent))
     assert f"cannot reach AWS at http://127.0.0.1:{silent_port}" in line or "ReadTimeoutError" in line
+    assert built, "no client was built: the bound below would be vacuous"
+    slow = {
+        f"{c.meta.service_model.service_name}: {_worst_case_seconds(c.meta.config):.0f} s"
+        for c in built
+        if _worst_case_seconds(c.meta.config) > SILENT_ENDPOINT_SECONDS
+    }
+    assert not slow, slow
+
+
+@pytest.mark.parametrize("command", ["table create", "cleanup setup", "erasure setup", "relinker setup"])
+def test_aws_credentials_in_the_sdks_own_variables_add_no_second_line(
+    world: World, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh default session: one that found credentials before (another test) never looks, nor logs, again.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    sdk_only: dict[str, str | None] = {
+        "ENTITLEMENTS_AWS__ACCESS_KEY_ID": None,
+        "ENTITLEMENTS_AWS__SECRET_ACCESS_KEY": None,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": None,
+        "AWS_PROFILE": None,
+    }
+    env = {**world.env, **world.dead_aws(), **sdk_only}  # the closed port on 127.0.0.1; no metadata service
+    line = refused_on_one_line(CliRunner().invoke(app, COMMANDS[command], env=env))
+    assert "cannot reach AWS" in line and "testing" not in line
 
 
 def _parked(world: World) -> None:
@@ -263,7 +324,7 @@ def _parked(world: World) -> None:
     )  # fmt: skip
 
 
-def _raw(data: bytes) -> object:
+def _raw(data: bytes) -> RawRecord:
     from pipeline.parking import RawRecord  # noqa: PLC0415
 
     return RawRecord(data, "100")
@@ -687,40 +748,121 @@ def test_an_audit_over_no_change_rows_and_some_outcomes_never_passes(world: Worl
     assert "no change rows" in line and result.exit_code == 2 and "PASS" not in result.output
 
 
-def test_sql_refuses_an_output_suffix_it_does_not_write_and_writes_nothing(world: World) -> None:
+@dataclass(frozen=True)
+class Output:
+    """A command that writes its result to --output: its arguments, a file it writes, how that file
+    starts, and a --format with another format's suffix (None: the command has one format)."""
+
+    argv: list[str]
+    name: str
+    starts: str | bytes
+    mismatched: tuple[str, str, str] | None  # --format, a suffix not its own, what the refusal names
+
+
+OUTPUTS = {
+    "sql": Output(COMMANDS["sql"], "out.csv", "count_star()", ("csv", "x.json", "name a .csv file")),
+    "snapshot --as-of": Output(["snapshot", "--as-of", "2100-01-01T00:00:00Z"], "out.parquet", b"PAR1", None),
+    "mine": Output(COMMANDS["mine"], "out.md", "# ", ("markdown", "x.html", "name a .md or .markdown file")),
+    "audit": Output(
+        COMMANDS["audit"], "out.html", "<!DOCTYPE html>", ("html", "x.md", "name a .html or .htm file")
+    ),
+    # Nothing stored yet: the JSON lines of no row are an empty file.
+    "audit-failures": Output(COMMANDS["audit-failures"], "out.jsonl", "", None),
+}
+
+
+def _starts(path: Path, start: str | bytes) -> bool:
+    return (
+        path.read_bytes().startswith(start)
+        if isinstance(start, bytes)
+        else path.read_text().startswith(start)
+    )
+
+
+@pytest.mark.parametrize("command", OUTPUTS)
+def test_an_output_suffix_the_command_does_not_write_is_refused_and_nothing_is_written(
+    world: World, command: str
+) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
-    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--output", "{tmp}/x.xlsx"]))
-    assert "the suffix .xlsx is not what sql writes" in line
+    line = refused_on_one_line(world.run([*OUTPUTS[command].argv, "--output", "{tmp}/x.xlsx"]))
+    assert f"the suffix .xlsx is not what {command} writes" in line
     assert not (world.tmp / "x.xlsx").exists()
 
 
-def test_sql_refuses_an_output_suffix_that_is_another_formats(world: World) -> None:
+@pytest.mark.parametrize("command", [name for name, output in OUTPUTS.items() if output.mismatched])
+def test_an_output_suffix_that_is_another_formats_is_refused(world: World, command: str) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
-    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--format", "csv", "--output", "{tmp}/x.json"]))
-    assert "not what --format csv writes: name a .csv file" in line
+    fmt, name, wanted = OUTPUTS[command].mismatched or ("", "", "")
+    argv = [*OUTPUTS[command].argv, "--format", fmt, "--output", f"{{tmp}}/{name}"]
+    line = refused_on_one_line(world.run(argv))
+    assert f"not what --format {fmt} writes: {wanted}" in line
+    assert not (world.tmp / name).exists()
 
 
-def test_sql_refuses_to_overwrite_an_existing_output_without_force(world: World) -> None:
+@pytest.mark.parametrize("command", OUTPUTS)
+def test_an_existing_output_is_kept_without_force(world: World, command: str) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
-    (world.tmp / "out.csv").write_text("kept")
-    line = refused_on_one_line(world.run([*COMMANDS["sql"], "--output", "{tmp}/out.csv"]))
-    assert "exists" in line and "--force" in line
-    assert (world.tmp / "out.csv").read_text() == "kept"
+    existing = world.tmp / OUTPUTS[command].name
+    existing.write_text("kept")
+    line = refused_on_one_line(world.run([*OUTPUTS[command].argv, "--output", str(existing)]))
+    assert (
+        line == f"entitlements: --output {existing} exists: name a new file, or add --force to overwrite it"
+    )
+    assert existing.read_text() == "kept"
 
 
-def test_sql_overwrites_an_existing_output_with_force(world: World) -> None:
+@pytest.mark.parametrize("command", OUTPUTS)
+def test_an_existing_output_is_overwritten_with_force(world: World, command: str) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
-    (world.tmp / "out.csv").write_text("old")
-    result = world.run([*COMMANDS["sql"], "--output", "{tmp}/out.csv", "--force"])
+    existing = world.tmp / OUTPUTS[command].name
+    existing.write_text("old")
+    result = world.run([*OUTPUTS[command].argv, "--output", str(existing), "--force"])
     assert result.exit_code == 0, result.output
-    assert (world.tmp / "out.csv").read_text().splitlines()[0] == "count_star()"
+    assert existing.read_text(errors="replace") != "old" and _starts(existing, OUTPUTS[command].starts)
 
 
-def test_sql_writes_a_text_table_to_a_txt_output(world: World) -> None:
+@pytest.mark.parametrize(
+    ("command", "name", "starts"),
+    [
+        ("sql", "out.json", "[\n {"),
+        ("mine", "out.md", "# "),
+        ("mine", "out.html", "<!DOCTYPE html>"),
+        ("audit", "out.md", "# Entitlements audit: PASS"),
+        ("audit", "out.html", "<!DOCTYPE html>"),
+        ("audit", "out.xml", '<?xml version="1.0"'),
+    ],
+)
+def test_an_output_without_format_is_written_in_its_suffixs_format(
+    world: World, command: str, name: str, starts: str
+) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    result = world.run([*OUTPUTS[command].argv, "--output", f"{{tmp}}/{name}"])
+    assert result.exit_code == 0, result.output
+    assert _starts(world.tmp / name, starts), (world.tmp / name).read_text()[:200]
+
+
+def test_mine_keeps_an_existing_chart_beside_its_markdown_and_writes_neither(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    chart = world.tmp / "latency.chart1.png"
+    chart.write_bytes(b"kept")
+    line = refused_on_one_line(world.run(["mine", "cleanup_latency", "--output", "{tmp}/latency.md"]))
+    assert f"--output {chart} exists" in line
+    assert chart.read_bytes() == b"kept" and not (world.tmp / "latency.md").exists()
+
+
+def test_snapshot_output_without_as_of_is_refused_not_ignored(world: World) -> None:
+    clean_story().land(open_lake(str(world.tmp / "lake")))
+    line = refused_on_one_line(world.run([*COMMANDS["snapshot"], "--output", "{tmp}/state.parquet"]))
+    assert "--output needs --as-of" in line
+    assert not (world.tmp / "state.parquet").exists()
+
+
+def test_sql_writes_a_text_table_to_a_txt_output_counting_its_row_in_the_singular(world: World) -> None:
     clean_story().land(open_lake(str(world.tmp / "lake")))
     result = world.run([*COMMANDS["sql"], "--output", "{tmp}/out.txt"])
     assert result.exit_code == 0, result.output
-    assert "1 rows" in (world.tmp / "out.txt").read_text()
+    assert (world.tmp / "out.txt").read_text().splitlines()[-1] == "1 row"
+    assert result.stderr.splitlines() == [f"1 row written to {world.tmp / 'out.txt'}"]
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
 """entitlements/commands/demo.py: what the demo prints once its run is over: counts a reader reads (never
 a Python dict), the audit's summary instead of its whole report, where its lake is with the one export
-line that points `entitlements sql` at it, and the verdict last."""
+line that points `entitlements sql` at it, and the verdict last; and (entitlements/_demo.py) the lines
+the run writes while it waits."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,11 @@ from analytics.audits import AuditReport, Status, load_config, run_audits
 from analytics.lake import open_lake
 from devstack.planted_faults import FaultKind, PlantedFault
 from devstack.service_workload import SameUserBursts, WorkloadSummary
-from entitlements._demo import DemoResult, ForcedRaces
+from entitlements._demo import DemoResult, ForcedRaces, _wait
 from entitlements._demo_verdict import Verdict
+from entitlements._progress import LINE_SECONDS
 from entitlements.commands.demo import report_lines
+from schema.errors import DemoError
 from tests.analytics.audits.story import clean_story
 
 
@@ -96,3 +100,55 @@ def test_the_verdict_comes_last(audit: AuditReport, tmp_path: Path) -> None:
     assert [line for line in printed[verdict + 1 :] if line] == [
         "demo OK: 0 planted faults found, 0 unexpected findings"
     ]
+
+
+# -- what the run says while it waits (entitlements/_demo.py's `_wait`, on an injected clock) ----------
+
+
+class _Clock:
+    """A monotonic clock that only `sleep` moves (and each poll, by `poll_seconds`, a slow condition)."""
+
+    def __init__(self, poll_seconds: float = 0.0) -> None:
+        self.now = 0.0
+        self.poll_seconds = poll_seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def until(self, seconds: float) -> Callable[[], bool]:
+        def condition() -> bool:
+            self.now += self.poll_seconds
+            return self.now >= seconds
+
+        return condition
+
+
+def _waited(clock: _Clock, condition: Callable[[], bool], timeout: float = 60.0) -> list[str]:
+    lines: list[str] = []
+    _wait(condition, timeout, "the thing", lines.append, clock=lambda: clock.now, sleep=clock.sleep)
+    return lines
+
+
+def test_a_wait_that_ends_within_twice_the_line_interval_says_nothing() -> None:
+    clock = _Clock()
+    assert _waited(clock, clock.until(2 * LINE_SECONDS - 0.5)) == []
+
+
+def test_a_long_wait_says_what_it_waits_for_every_line_interval_from_twice_that_on() -> None:
+    clock = _Clock()
+    lines = _waited(clock, clock.until(4 * LINE_SECONDS + 1))
+    assert lines == [f"waiting for the thing: {n * LINE_SECONDS:.0f} s" for n in (2, 3, 4)]
+
+
+def test_a_slow_poll_gives_one_line_for_the_intervals_it_overran() -> None:
+    clock = _Clock(poll_seconds=2 * LINE_SECONDS + 1)  # each look takes longer than two intervals
+    lines = _waited(clock, clock.until(5 * LINE_SECONDS))
+    assert lines == ["waiting for the thing: 11 s", "waiting for the thing: 22 s"]
+
+
+def test_a_wait_past_its_timeout_is_refused_naming_what_did_not_happen_after_its_lines() -> None:
+    clock = _Clock()
+    lines: list[str] = []
+    with pytest.raises(DemoError, match="the thing did not happen within 12 s"):
+        _wait(lambda: False, 12.0, "the thing", lines.append, clock=lambda: clock.now, sleep=clock.sleep)
+    assert lines == ["waiting for the thing: 10 s"]

@@ -45,5 +45,5 @@ def test_a_long_sql_result_says_on_stderr_how_many_rows_are_written_away_from_a_
     target = tmp_path / "out.csv"
     result = CliRunner().invoke(cli, ["sql", "SELECT 1 AS n", "--output", str(target)], env=env)
     assert result.exit_code == 0, result.output
-    assert any(text.startswith("writing 1 rows: ") for text in result.stderr.splitlines())
+    assert any(text.startswith("writing 1 row: ") for text in result.stderr.splitlines())
     assert target.read_text().splitlines() == ["n", "1"]

@@ -76,7 +76,11 @@ def test_no_report_named_exits_two() -> None:
     assert invoke({}).exit_code == 2
 
 
-def test_a_missing_lake_exits_two_naming_it_and_what_fills_it_and_creates_nothing(tmp_path: Path) -> None:
+def test_a_missing_lake_exits_two_naming_it_and_what_fills_it_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Away from a checkout whose var/demo holds a demo's lake: the line would point at it (a test of its own).
+    monkeypatch.chdir(tmp_path)
     result = invoke({"ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "nowhere")}, "daily_activity")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
@@ -132,7 +136,12 @@ def test_a_report_away_from_a_terminal_says_on_stderr_that_it_is_still_running(
     from entitlements.commands import mine  # noqa: PLC0415
 
     told, line = threading.Event(), _progress._line
-    monkeypatch.setattr(_progress, "_line", lambda step, elapsed: (told.set(), line(step, elapsed))[1])
+
+    def telling(step: Any, elapsed: float) -> str:
+        told.set()
+        return line(step, elapsed)
+
+    monkeypatch.setattr(_progress, "_line", telling)
     monkeypatch.setattr(mine, "LINE_SECONDS", 0.01)
     run = analytics.mining.run_report
 
