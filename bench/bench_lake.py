@@ -5,7 +5,9 @@
 - Snapshots: an incremental snapshot of 1% new changes on a 10-million-row change log, beside a full
   rebuild of the same log (target <= 0.02x, what the incremental snapshot reached before the Delta tables).
 - Landing memory: the handler's peak RSS growth over a short and a long run, each in a fresh process;
-  it must not grow with the run's length (target <= 1.25x).
+  it must not grow with the run's length (target <= 1.25x). Each run's process gets the Arrow memory
+  pool a KCL child gets from the daemon (`config.arrow_environment`, jemalloc by default), short and long
+  alike; the landing throughput runs in the bench's own process, on whatever pool it started with.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from analytics.lake._files import ensure_layout
 from analytics.lake.snapshots import snapshot
 from bench._report import Figure, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
-from config import LakeSettings
+from config import LakeSettings, arrow_environment
 from pipeline import (
     ChangeKind,
     CleanupExpired,
@@ -212,8 +214,9 @@ def memory_child(count: int) -> None:
 
 def _memory_run(count: int) -> float:
     code = f"from bench.bench_lake import memory_child; memory_child({count})"
+    env = {**os.environ, **arrow_environment(LakeSettings())}  # as the daemon starts a child
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=os.getcwd()
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=os.getcwd(), env=env
     )
     return float(json.loads(result.stdout.strip().splitlines()[-1])["peak_growth_mb"])
 

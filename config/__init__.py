@@ -15,6 +15,7 @@ from config.settings import (
     Settings,
     SettingsError,
     SourceSettings,
+    arrow_environment,
     load_settings,
     settings_environment,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "SourceSettings",
+    "arrow_environment",
     "load_settings",
     "settings_environment",
 ]

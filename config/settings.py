@@ -27,6 +27,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "SourceSettings",
+    "arrow_environment",
     "installed_launcher_jar",
     "known_variables",
     "load_settings",
@@ -330,6 +331,12 @@ class LakeSettings(BaseModel):
     root: str = "var/lake"
     flush_rows: int = Field(default=50_000, ge=1)
     flush_seconds: float = Field(default=60.0, gt=0)
+    # The Arrow memory pool of the processes the consumer starts to land rows (its KCL children and
+    # worker writer), given as ARROW_DEFAULT_MEMORY_POOL (`arrow_environment`). jemalloc hands a
+    # flush's buffers back within its decay time, so a long-running landing peaks where a short one
+    # does; with mimalloc, pyarrow's default, the peak over 1,000,000 events was 1.25-1.48x a
+    # 100,000-event run's (`python -m bench lake`, landing memory). `default`: pyarrow's own choice.
+    arrow_memory_pool: Literal["jemalloc", "mimalloc", "system", "default"] = "jemalloc"
     # Table maintenance (analytics/lake/maintenance.py; costs and the model: docs/architecture.md,
     # "Commits at scale"). A checkpoint every this many commits (the tables' delta.checkpointInterval):
     # a reader or writer opening a table replays at most this many log entries after it.
@@ -494,6 +501,14 @@ def settings_environment(settings: Settings) -> dict[str, str]:
                 value = value.isoformat()
             env[f"ENTITLEMENTS_{section_name.upper()}__{field_name.upper()}"] = str(value)
     return env
+
+
+def arrow_environment(lake: LakeSettings) -> dict[str, str]:
+    """The variable that gives a new process the Arrow memory pool `lake` names. It is read when
+    pyarrow loads, and only it reaches every allocation: `pyarrow.set_memory_pool` in a running
+    process changes pyarrow's own calls, not the Parquet writer's C++ default."""
+    pool = lake.arrow_memory_pool
+    return {} if pool == "default" else {"ARROW_DEFAULT_MEMORY_POOL": pool}
 
 
 class SettingsError(TerminalError):

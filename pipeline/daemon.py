@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from config import Settings, settings_environment
+from config import Settings, arrow_environment, settings_environment
 from pipeline._files import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
@@ -155,6 +155,7 @@ class DaemonSpec:
         env["KCL_LOG_BACKUPS"] = str(consumer.kcl_log_backups)
         # The known-benign lines verified only on the local stack are lowered only there.
         env["KCL_LOCAL_STACK"] = str(aws.endpoint_url is not None).lower()
+        env.update(arrow_environment(settings.lake))  # the children and the writer land rows
         writer: tuple[str, ...] = ()
         if settings.lake.writer == "worker":
             # The children find the writer (its socket and key) through this owner-only file.

@@ -184,6 +184,24 @@ def test_off_the_local_stack_the_launcher_is_told_so(tmp_path: Path) -> None:
     assert spec.environment["KCL_LOCAL_STACK"] == "false"
 
 
+def test_the_children_and_the_writer_land_on_the_arrow_pool_the_settings_name(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path}, lake={"arrow_memory_pool": "system"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert spec.environment["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+
+
+def test_by_default_the_children_land_on_jemalloc(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert spec.environment["ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc"
+
+
+def test_the_default_pool_setting_leaves_pyarrow_its_own_choice(tmp_path: Path) -> None:
+    settings = load_settings(consumer={"state_dir": tmp_path}, lake={"arrow_memory_pool": "default"})
+    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
+    assert "ARROW_DEFAULT_MEMORY_POOL" not in spec.environment
+
+
 def _fake_java(tmp_path: Path) -> Path:
     """A stand-in JVM: says where its KCL log goes, then writes a child's line on stderr."""
     java = tmp_path / "java"
