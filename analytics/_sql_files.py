@@ -29,6 +29,9 @@ class SqlHeader:
     text: str  # the whole file, header included
     fields: dict[str, str]  # key -> value, for the header lines `pattern` matches
     description: str  # the other header comment lines, joined by spaces
+    # Every header line in order: (key, value) for those `pattern` matches, (None, text) for the others.
+    # For a file whose keys repeat or whose description has parts (an audit file of both scopes).
+    lines: tuple[tuple[str | None, str], ...]
 
 
 def read_header(path: Path, pattern: re.Pattern[str]) -> SqlHeader:
@@ -37,15 +40,23 @@ def read_header(path: Path, pattern: re.Pattern[str]) -> SqlHeader:
     text = path.read_text(encoding="utf-8")
     fields: dict[str, str] = {}
     description: list[str] = []
+    lines: list[tuple[str | None, str]] = []
     for line in text.splitlines():
         if not line.startswith("--"):
             break
         match = pattern.match(line)
         if match:
             fields[match.group(1)] = match.group(2)
+            lines.append((match.group(1), match.group(2)))
         else:
             description.append(line[2:].strip())
-    return SqlHeader(text=text, fields=fields, description=" ".join(part for part in description if part))
+            lines.append((None, line[2:].strip()))
+    return SqlHeader(
+        text=text,
+        fields=fields,
+        description=" ".join(part for part in description if part),
+        lines=tuple(lines),
+    )
 
 
 def definition_files(directory: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""The checks: one SQL file each in analytics/sql/audits/, a SELECT returning the offending rows
+"""The checks: SQL files in analytics/sql/audits/, each a SELECT returning the offending rows
 (sqlmesh-style), with its metadata in a comment header:
 
     -- audit: duplicate_active_rows          the check's name (equal to the file's stem)
@@ -14,6 +14,15 @@
                                              draws one chart per clock, never two clocks on one axis
     -- Any other comment lines are the description.
 
+A rule checked both now and ever is one file of both scopes, `-- scope: now, ever`, holding two checks:
+`<stem>` (now) and `<stem>_ever` (ever). Its unprefixed keys and description lines are both checks';
+`-- now.title: ...` / `-- ever.title: ...` (any key but audit and scope) give one scope's value in place
+of the shared one, and `-- now: ...` / `-- ever: ...` lines are one scope's description. Its SQL defines
+the CTEs `now_findings` and `ever_findings` and ends with `SCOPE_SELECTOR`, which reads the one the
+DuckDB variable `audit_scope` names: the runner binds it to the check's scope (`_parameters.sql` sets
+`now` for the DuckDB CLI). The rows, their columns and their order differ between the two scopes, so
+each keeps its own SELECT, side by side under one header; a CTE DuckDB is not asked for is not bound.
+
 Files whose names start with `_` are not checks (`_parameters.sql` sets the inputs for the DuckDB CLI).
 """
 
@@ -23,6 +32,7 @@ __all__ = [
     "AUDIT_SQL_DIR",
     "CHECK_DOCS",
     "CHECK_ORDER",
+    "SCOPE_SELECTOR",
     "Check",
     "CheckDefinitionError",
     "Scope",
@@ -36,7 +46,7 @@ from enum import StrEnum
 from functools import cache
 from pathlib import Path
 
-from analytics._sql_files import definition_files, in_listing_order, read_header
+from analytics._sql_files import SqlHeader, definition_files, in_listing_order, read_header
 from schema.errors import TerminalError
 
 AUDIT_SQL_DIR = Path(__file__).resolve().parents[1] / "sql" / "audits"
@@ -69,9 +79,23 @@ CHECK_ORDER: tuple[str, ...] = (
     "unknown_item_kind_ever",
 )
 
-_HEADER = re.compile(
-    r"\A--\s?(audit|scope|title|invariant|remediation|docs|group_by|time|clock):\s*(.*?)\s*\Z"
-)
+_KEYS = "audit|scope|title|invariant|remediation|docs|group_by|time|clock"
+# A key, a scope's own key (`now.title`) or a scope's own description line (`now: ...`), and its value.
+_HEADER = re.compile(rf"\A--\s?((?:(?:now|ever)\.)?(?:{_KEYS})|now|ever):\s*(.*?)\s*\Z")
+_SHARED_ONLY = ("audit", "scope")
+_SCOPE_NAMES = frozenset(("now", "ever"))  # never a scope's own: they say which checks the file holds
+# How a file of both scopes ends: the CTE the bound scope names, from these two only (an unknown scope
+# is an error, never a relation looked up by its text).
+SCOPE_SELECTOR = """SELECT *
+FROM query_table(
+    CASE getvariable('audit_scope')
+        WHEN 'now' THEN 'now_findings'
+        WHEN 'ever' THEN 'ever_findings'
+        ELSE error('audit_scope is now or ever')
+    END
+)"""
+# Comments and string literals, blanked (same length) before the CTEs are looked for.
+_COMMENT_OR_STRING = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 # Every check's own section in the operators' page: its remediation, with links to the pages it names.
 CHECK_DOCS = "docs/operations/audits.md"
 _NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
@@ -115,8 +139,11 @@ class Check:
     group_by: tuple[str, ...]
     time_column: str | None
     clock: TimeAxis | None  # the time column's clock; set exactly when time_column is
-    sql: str
+    sql: str  # what runs, with the DuckDB variable audit_scope bound to `scope`
     path: Path
+    # Where the views the check reads are named: `sql`, but in a file of both scopes without the other
+    # scope's CTE (the runner creates only the views a run reads). Never run.
+    reads_text: str
 
     @property
     def sql_file(self) -> str:
@@ -124,37 +151,106 @@ class Check:
         return f"analytics/sql/audits/{self.path.name}"
 
 
-def _parse(path: Path) -> Check:
+def _parse(path: Path) -> tuple[Check, ...]:
+    """The checks one file defines: one, or two for a file of both scopes."""
     header = read_header(path, _HEADER)
     fields = header.fields
-    missing = [key for key in ("audit", "scope", "title", "invariant", "remediation") if not fields.get(key)]
+    missing = [key for key in _SHARED_ONLY if not fields.get(key)]
     if missing:
         raise CheckDefinitionError(f"{path.name}: header lacks {', '.join(missing)}")
     if fields["audit"] != path.stem or not _NAME.match(path.stem):
         raise CheckDefinitionError(f"{path.name}: the audit name must equal the file name")
+    scopes = _scopes(path, fields["scope"])
+    scoped = [key for key, _ in header.lines if key and key.partition(".")[0] in _SCOPE_NAMES]
+    if len(scopes) == 1:
+        if scoped:
+            raise CheckDefinitionError(f"{path.name}: a scope's own header lines need '-- scope: now, ever'")
+        return (_check(path, header, scopes[0], name=path.stem, reads_text=header.text),)
+    if any(key.partition(".")[2] in _SHARED_ONLY for key, _ in header.lines if key and "." in key):
+        raise CheckDefinitionError(f"{path.name}: audit and scope are the file's, never one scope's")
+    spans = _findings_spans(path, header.text)
+    checks = []
+    for scope in scopes:
+        start, end = spans[Scope.EVER if scope is Scope.NOW else Scope.NOW]
+        checks.append(
+            _check(
+                path,
+                header,
+                scope,
+                name=path.stem if scope is Scope.NOW else f"{path.stem}_ever",
+                reads_text=header.text[:start] + header.text[end:],
+            )
+        )
+    return tuple(checks)
+
+
+def _scopes(path: Path, declared: str) -> tuple[Scope, ...]:
     try:
-        scope = Scope(fields["scope"])
+        scopes = tuple(Scope(part.strip()) for part in declared.split(","))
     except ValueError:
-        raise CheckDefinitionError(f"{path.name}: scope is 'now' or 'ever'") from None
+        raise CheckDefinitionError(f"{path.name}: scope is 'now', 'ever' or 'now, ever'") from None
+    if scopes not in ((Scope.NOW,), (Scope.EVER,), (Scope.NOW, Scope.EVER)):
+        raise CheckDefinitionError(f"{path.name}: scope is 'now', 'ever' or 'now, ever'")
+    return scopes
+
+
+def _check(path: Path, header: SqlHeader, scope: Scope, *, name: str, reads_text: str) -> Check:
+    """The check of `scope` in the file: each key its scope's own value, else the shared one."""
+    own: dict[str, str] = {}
+    description: list[str] = []
+    for key, value in header.lines:
+        if key is None or key == scope.value:
+            description.append(value)
+        elif key.startswith(f"{scope.value}."):
+            own[key.partition(".")[2]] = value
+    fields = {**header.fields, **own}
+    missing = [key for key in ("title", "invariant", "remediation") if not fields.get(key)]
+    if missing:
+        raise CheckDefinitionError(f"{path.name}: header lacks {', '.join(missing)} ({scope.value})")
     time_column = fields.get("time") or None
     clock = _clock(path, time_column, fields.get("clock") or None)
     group_by = tuple(c.strip() for c in fields.get("group_by", "").split(",") if c.strip())
     pages = tuple(page.strip() for page in fields.get("docs", "").split(",") if page.strip())
-    own = f"{CHECK_DOCS}#{path.stem}"
+    section = f"{CHECK_DOCS}#{name}"
     return Check(
-        name=path.stem,
+        name=name,
         scope=scope,
         title=fields["title"],
         invariant=fields["invariant"],
         remediation=fields["remediation"],
-        docs=(own, *(page for page in pages if page != own)),
-        description=header.description,
+        docs=(section, *(page for page in pages if page != section)),
+        description=" ".join(part for part in description if part),
         group_by=group_by,
         time_column=time_column,
         clock=clock,
         sql=header.text,
         path=path,
+        reads_text=reads_text,
     )
+
+
+def _findings_spans(path: Path, text: str) -> dict[Scope, tuple[int, int]]:
+    """Where each scope's CTE (`now_findings`, `ever_findings`) starts and ends in a file of both
+    scopes, which must end with `SCOPE_SELECTOR`."""
+    code = _COMMENT_OR_STRING.sub(lambda match: " " * len(match.group()), text)
+    spans: dict[Scope, tuple[int, int]] = {}
+    for scope in Scope:
+        cte = f"{scope.value}_findings"
+        found = list(re.finditer(rf"\b{cte}\s+AS\s*\(", code, re.IGNORECASE))
+        if len(found) != 1:
+            raise CheckDefinitionError(f"{path.name}: a file of both scopes defines the CTE {cte} once")
+        depth = 0
+        for index in range(found[0].end() - 1, len(code)):
+            depth += {"(": 1, ")": -1}.get(code[index], 0)
+            if depth == 0:
+                spans[scope] = (found[0].start(), index + 1)
+                break
+        else:
+            raise CheckDefinitionError(f"{path.name}: the CTE {cte} is never closed")
+    tail = text[max(end for _, end in spans.values()) :]
+    if tail.split() != SCOPE_SELECTOR.split():
+        raise CheckDefinitionError(f"{path.name}: a file of both scopes ends with its scope selector")
+    return spans
 
 
 def _clock(path: Path, time_column: str | None, clock: str | None) -> TimeAxis | None:
@@ -174,7 +270,7 @@ def _clock(path: Path, time_column: str | None, clock: str | None) -> TimeAxis |
 
 @cache
 def _load(directory: Path) -> tuple[Check, ...]:
-    return in_listing_order((_parse(p) for p in definition_files(directory)), CHECK_ORDER)
+    return in_listing_order((c for p in definition_files(directory) for c in _parse(p)), CHECK_ORDER)
 
 
 def load_checks(directory: Path = AUDIT_SQL_DIR) -> tuple[Check, ...]:

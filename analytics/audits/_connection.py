@@ -4,7 +4,7 @@ names them) and the erasure exception as a table."""
 
 from __future__ import annotations
 
-__all__ = ["EXCEPTIONS_TABLE", "open_connection"]
+__all__ = ["EXCEPTIONS_TABLE", "SCOPE_VARIABLE", "open_connection"]
 
 from collections.abc import Iterable
 from datetime import datetime
@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from analytics.audits._checks import Scope
 from analytics.audits._config import AuditConfig
 from analytics.lake import Lake
 from analytics.lake.snapshots import snapshot_info
@@ -20,6 +21,8 @@ from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementStatus, ItemKind
 
 EXCEPTIONS_TABLE = "audit_erasure_exceptions"
+# Which check of a file of both scopes runs: the runner sets it to each check's scope before running it.
+SCOPE_VARIABLE = "audit_scope"
 DELETED_OUTCOMES = frozenset({OutcomeKind.CLEANUP_DELETED, OutcomeKind.CLEANUP_ALREADY_DELETED})
 
 
@@ -72,6 +75,7 @@ def _set_parameters(con: Any, config: AuditConfig, as_of: datetime | None) -> No
         "audit_known_item_kinds": _list(k.value for k in ItemKind if k is not ItemKind.UNKNOWN),
         "audit_final_outcomes": _list(k.value for k in FINAL_CLEANUP_OUTCOMES),
         "audit_deleted_outcomes": _list(k.value for k in DELETED_OUTCOMES),
+        SCOPE_VARIABLE: _literal(Scope.NOW.value),
     }
     for name, value in values.items():
         con.execute(f"SET VARIABLE {name} = {value}")

@@ -28,7 +28,7 @@ from deltalake.exceptions import DeltaError
 
 from analytics.audits._checks import Check, Scope, load_checks
 from analytics.audits._config import AuditConfig, Thresholds, load_config
-from analytics.audits._connection import EXCEPTIONS_TABLE, open_connection
+from analytics.audits._connection import EXCEPTIONS_TABLE, SCOPE_VARIABLE, open_connection
 from analytics.audits._failures import FailingRows, store_failures
 from analytics.audits._models import AuditReport, CheckResult, Status, StoredFailures
 from analytics.lake import Lake, LakeMissing, require_as_of, require_data
@@ -96,6 +96,8 @@ def _run_check(
 ) -> CheckResult:
     """Run one check; with `failing`, a check that did not pass appends all its rows to it."""
     started = time.perf_counter()
+    # A file of both scopes selects its check's rows by this variable (analytics/audits/_checks.py).
+    con.execute(f"SET VARIABLE {SCOPE_VARIABLE} = ?", [check.scope.value])
     con.execute(f"CREATE OR REPLACE TEMP TABLE {_RESULT_TABLE} AS {check.sql}")
     rows_involved = int(_scalar(con, f"SELECT count(*) FROM {_RESULT_TABLE}"))  # noqa: S608
     groups: int | None = None
@@ -209,7 +211,7 @@ def run_audits(
     moment = as_of.astimezone(UTC) if as_of is not None else None
     starts = history_start(_require_changes(lake) if moment is None else require_as_of(lake, moment))
     # Only the views this run reads are created: binding a view reads every file footer under it.
-    views = set().union(*(views_read_by(check.sql) for check in selected))
+    views = set().union(*(views_read_by(check.reads_text) for check in selected))
     if ledger is not None:
         views.add("changes")  # `_exceptions`
     if checks is None:

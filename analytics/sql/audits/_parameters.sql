@@ -13,5 +13,8 @@ SET VARIABLE audit_known_statuses = ['Active', 'Cancelled', 'Removed', 'Supersed
 SET VARIABLE audit_known_item_kinds = ['cancellation', 'entitlement', 'guard', 'idempotency', 'stale'];
 SET VARIABLE audit_final_outcomes = ['cleanup.already_deleted', 'cleanup.deleted', 'cleanup.failed', 'cleanup.refused_by_guard'];
 SET VARIABLE audit_deleted_outcomes = ['cleanup.already_deleted', 'cleanup.deleted'];
+-- Which check of a file of both scopes runs: 'now' (duplicate_active_rows.sql is duplicate_active_rows)
+-- or 'ever' (duplicate_active_rows_ever).
+SET VARIABLE audit_scope = 'now';
 -- The erasure exception: users whose deletes an erasure made (empty by default).
 CREATE TABLE IF NOT EXISTS audit_erasure_exceptions (user_id VARCHAR NOT NULL);

@@ -1,25 +1,75 @@
 -- audit: removed_without_cleanup
--- scope: now
--- title: Rows Removed with no cleanup behind them
+-- scope: now, ever
 -- invariant: a row is marked Removed only by cleanup, after DynamoDB's TTL removed the cleanup record naming its account and the account was deleted at Array.
--- remediation: The account may still exist at Array while the user lost the row. Check the account at Array: if it exists and the user uses it, set the row back to its earlier status; if it should go, delete it at Array and keep the row Removed. Then find the writer (event_id).
 -- docs: docs/operations/cleanup.md#marking-the-row-removed, docs/table.md#statuses
--- time: changed_at
 -- clock: stream
--- Every entitlement row Removed now whose Array account has neither a cleanup record removed by TTL nor
--- a cleanup outcome saying the account was deleted (audit_deleted_outcomes).
-SELECT e.user_id, e.array_account_id, e.status, e.pk, e.sk, e.item_updated_at, e.changed_at, e.event_id
-FROM entitlements AS e
-WHERE e.status = 'Removed'
-    AND NOT EXISTS (
-        SELECT 1
-        FROM cleanup_record_history AS h
-        WHERE h.array_account_id = e.array_account_id AND h.deleted AND h.ttl_deletion
+-- now.title: Rows Removed with no cleanup behind them
+-- now.remediation: The account may still exist at Array while the user lost the row. Check the account at Array: if it exists and the user uses it, set the row back to its earlier status; if it should go, delete it at Array and keep the row Removed. Then find the writer (event_id).
+-- now.time: changed_at
+-- now: Every entitlement row Removed now whose Array account has neither a cleanup record removed by TTL nor
+-- now: a cleanup outcome saying the account was deleted (audit_deleted_outcomes).
+-- ever.title: Rows ever made Removed with no cleanup behind them
+-- ever.remediation: Check `removed_without_cleanup` for rows still Removed this way, and fix the writer (event_id) that set the status.
+-- ever.time: removed_at
+-- ever: Every change that turned an entitlement row Removed when its Array account has neither a cleanup
+-- ever: record removed by TTL nor a cleanup outcome saying the account was deleted, even if the row changed
+-- ever: again later.
+WITH now_findings AS (
+    SELECT e.user_id, e.array_account_id, e.status, e.pk, e.sk, e.item_updated_at, e.changed_at, e.event_id
+    FROM entitlements AS e
+    WHERE e.status = 'Removed'
+        AND NOT EXISTS (
+            SELECT 1
+            FROM cleanup_record_history AS h
+            WHERE h.array_account_id = e.array_account_id AND h.deleted AND h.ttl_deletion
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM outcomes AS o
+            WHERE o.array_account_id = e.array_account_id
+                AND list_contains(getvariable('audit_deleted_outcomes'), o.kind)
+        )
+    ORDER BY e.user_id, e.sk
+),
+ever_findings AS (
+    WITH versions AS (
+        SELECT
+            *,
+            lag(status) OVER (PARTITION BY pk, sk ORDER BY sequence_key, stream_arn, shard_id) AS previous_status
+        FROM entitlement_history
     )
-    AND NOT EXISTS (
-        SELECT 1
-        FROM outcomes AS o
-        WHERE o.array_account_id = e.array_account_id
-            AND list_contains(getvariable('audit_deleted_outcomes'), o.kind)
-    )
-ORDER BY e.user_id, e.sk
+    SELECT
+        v.user_id,
+        v.array_account_id,
+        v.previous_status,
+        v.status,
+        v.pk,
+        v.sk,
+        v.item_updated_at,
+        v.valid_from AS removed_at,
+        v.event_id
+    FROM versions AS v
+    WHERE v.status = 'Removed'
+        AND NOT v.deleted
+        AND v.previous_status IS DISTINCT FROM 'Removed'
+        AND NOT EXISTS (
+            SELECT 1
+            FROM cleanup_record_history AS h
+            WHERE h.array_account_id = v.array_account_id AND h.deleted AND h.ttl_deletion
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM outcomes AS o
+            WHERE o.array_account_id = v.array_account_id
+                AND list_contains(getvariable('audit_deleted_outcomes'), o.kind)
+        )
+    ORDER BY removed_at, v.pk, v.sk
+)
+SELECT *
+FROM query_table(
+    CASE getvariable('audit_scope')
+        WHEN 'now' THEN 'now_findings'
+        WHEN 'ever' THEN 'ever_findings'
+        ELSE error('audit_scope is now or ever')
+    END
+)

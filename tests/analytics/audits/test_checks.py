@@ -13,13 +13,14 @@ from analytics.audits._checks import (
     AUDIT_SQL_DIR,
     CHECK_DOCS,
     CHECK_ORDER,
+    SCOPE_SELECTOR,
     CheckDefinitionError,
     Scope,
     TimeAxis,
 )
 from analytics.audits._connection import open_connection
 from analytics.lake import Lake
-from analytics.lake.views import create_views
+from analytics.lake.views import create_views, views_read_by
 from tests.analytics.audits.story import Story
 
 REPOSITORY = Path(__file__).resolve().parents[3]
@@ -39,9 +40,101 @@ def anchors(page: Path) -> set[str]:
 
 
 def test_every_audit_file_is_a_check_in_report_order() -> None:
-    files = sorted(p.stem for p in AUDIT_SQL_DIR.glob("*.sql") if not p.name.startswith("_"))
-    assert sorted(CHECK_ORDER) == files
-    assert [c.name for c in load_checks()] == list(CHECK_ORDER)
+    checks = load_checks()
+    files = sorted(p.name for p in AUDIT_SQL_DIR.glob("*.sql") if not p.name.startswith("_"))
+    assert sorted({c.path.name for c in checks}) == files
+    assert [c.name for c in checks] == list(CHECK_ORDER)
+
+
+def test_each_rule_checked_now_and_ever_is_one_file_of_both_scopes() -> None:
+    checks = {c.name: c for c in load_checks()}
+    twins = {name.removesuffix("_ever") for name in checks if name.endswith("_ever")}
+    assert len(twins) == 8
+    for name in twins:
+        now, ever = checks[name], checks[f"{name}_ever"]
+        assert (now.scope, ever.scope) == (Scope.NOW, Scope.EVER)
+        assert now.path == ever.path == AUDIT_SQL_DIR / f"{name}.sql"
+        assert now.sql == ever.sql and now.invariant == ever.invariant
+    assert not list(AUDIT_SQL_DIR.glob("*_ever.sql"))
+
+
+def test_a_check_of_a_file_of_both_scopes_needs_only_its_own_scopes_views() -> None:
+    checks = {c.name: c for c in load_checks()}
+    assert views_read_by(checks["duplicate_active_rows"].reads_text) == {"entitlements"}
+    assert views_read_by(checks["duplicate_active_rows_ever"].reads_text) == {"entitlement_history"}
+    assert views_read_by(checks["stale_write"].reads_text) == views_read_by(checks["stale_write"].sql)
+
+
+BOTH = """-- audit: twin
+-- scope: now, ever
+-- invariant: i
+-- docs: docs/table.md#statuses
+-- clock: stream
+-- now.title: t now
+-- now.remediation: r now
+-- now.time: changed_at
+-- now: what now finds,
+-- ever.title: t ever
+-- ever.remediation: r ever
+-- ever.docs: docs/table.md#keys
+-- ever.time: first_seen_at
+-- ever: what ever finds,
+-- in both.
+WITH now_findings AS (SELECT 1 AS a, now() AS changed_at),
+ever_findings AS (SELECT 2 AS b, now() AS first_seen_at)
+"""
+
+
+def test_a_file_of_both_scopes_is_two_checks_each_with_its_own_keys_and_the_shared_ones(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH + SCOPE_SELECTOR + "\n")
+    now, ever = load_checks(tmp_path)
+    assert (now.name, now.scope, ever.name, ever.scope) == ("twin", Scope.NOW, "twin_ever", Scope.EVER)
+    assert (now.title, now.remediation, now.time_column) == ("t now", "r now", "changed_at")
+    assert (ever.title, ever.remediation, ever.time_column) == ("t ever", "r ever", "first_seen_at")
+    assert now.invariant == ever.invariant == "i" and now.clock is ever.clock is TimeAxis.STREAM
+    assert now.docs == (f"{CHECK_DOCS}#twin", "docs/table.md#statuses")
+    assert ever.docs == (f"{CHECK_DOCS}#twin_ever", "docs/table.md#keys")
+    assert (now.description, ever.description) == ("what now finds, in both.", "what ever finds, in both.")
+
+
+def test_a_file_of_both_scopes_runs_the_cte_of_the_scope_bound(tmp_path: Path) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH + SCOPE_SELECTOR + "\n")
+    now, _ = load_checks(tmp_path)
+    con = duckdb.connect()
+    found = {}
+    for scope in ("now", "ever"):
+        con.execute("SET VARIABLE audit_scope = ?", [scope])
+        found[scope] = con.sql(now.sql).columns
+    assert found == {"now": ["a", "changed_at"], "ever": ["b", "first_seen_at"]}
+    con.execute("SET VARIABLE audit_scope = 'later'")
+    with pytest.raises(duckdb.InvalidInputException, match="audit_scope is now or ever"):
+        con.sql(now.sql)
+
+
+def test_a_file_of_both_scopes_that_does_not_end_with_the_scope_selector_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH + "SELECT * FROM now_findings\n")
+    with pytest.raises(CheckDefinitionError, match="scope selector"):
+        load_checks(tmp_path)
+
+
+def test_a_file_of_both_scopes_without_one_scopes_cte_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH.replace("ever_findings", "later_findings") + SCOPE_SELECTOR)
+    with pytest.raises(CheckDefinitionError, match="ever_findings once"):
+        load_checks(tmp_path)
+
+
+def test_a_scopes_own_header_line_in_a_file_of_one_scope_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "odd.sql").write_text(HEADER + "-- ever.title: t\nSELECT 1\n")
+    with pytest.raises(CheckDefinitionError, match="scope: now, ever"):
+        load_checks(tmp_path)
+
+
+def test_a_file_of_both_scopes_lacking_one_scopes_title_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH.replace("-- ever.title: t ever\n", "") + SCOPE_SELECTOR)
+    with pytest.raises(CheckDefinitionError, match=re.escape("lacks title (ever)")):
+        load_checks(tmp_path)
 
 
 def test_every_check_says_its_scope_title_invariant_and_remediation() -> None:
@@ -153,6 +246,7 @@ def _variables(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         "audit_known_item_kinds",
         "audit_final_outcomes",
         "audit_deleted_outcomes",
+        "audit_scope",
     ]
     return {
         name: str(con.execute(f"SELECT getvariable('{name}')::VARCHAR").fetchall()[0][0]) for name in names
@@ -177,7 +271,11 @@ def test_each_audit_file_runs_as_written_after_the_views_and_the_parameters_file
     con = duckdb.connect()
     create_views(con, lake)
     con.execute((AUDIT_SQL_DIR / "_parameters.sql").read_text())
-    counts = {c.name: con.sql(c.sql).to_arrow_table().num_rows for c in load_checks()}
+    counts = {}
+    for check in load_checks():
+        # As one running an ever check of a file of both scopes by hand sets it.
+        con.execute("SET VARIABLE audit_scope = ?", [check.scope.value])
+        counts[check.name] = con.sql(check.sql).to_arrow_table().num_rows
     assert {name: n for name, n in counts.items() if n} == {
         "duplicate_active_rows": 2,
         "duplicate_active_rows_ever": 2,
