@@ -2,8 +2,9 @@
 (its history).
 
 Each check is a SQL file in analytics/sql/audits/ (a SELECT returning the offending rows, its metadata
-in a comment header); `run_audits` runs them over the lake's views, counts what each finds (groups,
-surplus rows and rows involved for duplicates), compares the count with the check's warn and error
+in a comment header; a rule checked both now and ever is one file holding its two checks, the scope a
+DuckDB variable the runner binds); `run_audits` runs them over the lake's views, counts what each finds
+(groups, surplus rows and rows involved for duplicates), compares the count with the check's warn and error
 thresholds (analytics/audits/defaults.toml) and returns an `AuditReport`, which renders as Markdown, JSON
 HTML or JUnit XML (`render_report`). Each check carries its remediation and the docs pages to read
 (docs/operations/audits.md has a section per check). With `store_failures_in_lake`, every row of each
