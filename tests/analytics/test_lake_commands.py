@@ -177,7 +177,11 @@ def test_sql_accepts_ctes_describe_and_show_over_the_views(landed: tuple[Lake, d
     assert "entitlements" in _run(env, "sql", "SHOW TABLES", "--format", "csv")
 
 
-def test_sql_on_a_missing_lake_names_it_and_creates_nothing(tmp_path: Path) -> None:
+def test_sql_on_a_missing_lake_names_it_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From a folder of its own: beside a `make demo`'s var/demo the line also points at the demo's lake.
+    monkeypatch.chdir(tmp_path)
     root = tmp_path / "var" / "lake"
     line = _refused({"ENTITLEMENTS_LAKE__ROOT": str(root)}, "sql", "SELECT count(*) FROM changes")
     assert line == (
