@@ -38,6 +38,8 @@ def env(moto_endpoint: str, tmp_path: Path, table: str, fake_array: FakeArraySer
         "ENTITLEMENTS_AWS__SECRET_ACCESS_KEY": "testing",
         "ENTITLEMENTS_CONSUMER__TABLE_NAME": table,
         "ENTITLEMENTS_LAKE__ROOT": str(tmp_path / "lake"),
+        # The deletion notes and the parked work live there: never in the folder the tests run from.
+        "ENTITLEMENTS_CONSUMER__STATE_DIR": str(tmp_path / "state"),
         "ENTITLEMENTS_ARRAY__BASE_URL": fake_array.url,
         "ENTITLEMENTS_ARRAY__RETRY_BUDGET_SECONDS": "3",
     }
