@@ -30,8 +30,11 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
+
+# The consumer's unit of ApproximateCreationDateTime, the one class for the table's precision setting;
+# still exported here, where the forwarder's callers take the envelope's unit with its function.
+from pipeline import Precision
 
 _log = logging.getLogger(__name__)
 
@@ -39,13 +42,6 @@ _PUT_BATCH = 500  # PutRecords' largest batch
 _PAGE = 1000  # GetRecords' largest page on the DynamoDB stream
 _DUPLICATE_LAG = 3  # a duplicate goes out this many changes after its original (or at the batch's end)
 _REORDER_WINDOW = 16  # a reordered change swaps with its item's next change among the next this many
-
-
-class Precision(StrEnum):
-    """The table's ApproximateCreationDateTimePrecision: what unit the envelope's time is in."""
-
-    MILLISECOND = "MILLISECOND"
-    MICROSECOND = "MICROSECOND"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,10 @@
 shard checkpointed once they are durable.
 
 The face is the names the rest of the project imports from `pipeline` (the composition root, the
-commands, the lake's landing, the cleanup, the bootstrap, the local stack, the benchmarks): import them
-from here, not from the inner modules. The names are loaded on first use, so importing one light name
-(`DecodeError`, `create_table`) does not load the consumer.
+commands, the lake's landing, the cleanup, the erasure, the bootstrap, the local stack, the benchmarks):
+import them from here, not from the inner modules (tests/test_faces.py holds the face to them). The
+names are loaded on first use, so importing one light name (`DecodeError`, `create_table`) does not load
+the consumer.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ __all__ = [
     "EntitlementCreated",
     "EntitlementStatusChanged",
     "EntitlementUpdated",
-    "Handler",
     "HandlerRegistry",
     "HandlerRetryPolicy",
     "Handover",
@@ -36,6 +36,7 @@ __all__ = [
     "ParkedBatch",
     "ParkedWork",
     "Position",
+    "Precision",
     "Quarantine",
     "RawRecord",
     "Recovery",
@@ -69,6 +70,7 @@ from typing import TYPE_CHECKING
 from schema.faces import lazy_names
 
 if TYPE_CHECKING:
+    from pipeline._kinesis_envelope import Precision
     from pipeline.daemon import (
         DaemonSpec,
         KclDaemon,
@@ -95,7 +97,7 @@ if TYPE_CHECKING:
         sortable_sequence,
     )
     from pipeline.filtering import DroppingUsers
-    from pipeline.handlers import Handler, HandlerRegistry
+    from pipeline.handlers import HandlerRegistry
     from pipeline.handover import Handover
     from pipeline.item_order import ItemOrder
     from pipeline.journal import JournalHandler
@@ -122,7 +124,6 @@ _HOME = {
     "EntitlementCreated": "pipeline.events",
     "EntitlementStatusChanged": "pipeline.events",
     "EntitlementUpdated": "pipeline.events",
-    "Handler": "pipeline.handlers",
     "HandlerRegistry": "pipeline.handlers",
     "HandlerRetryPolicy": "pipeline.shard_consumer",
     "Handover": "pipeline.handover",
@@ -135,6 +136,7 @@ _HOME = {
     "ParkedBatch": "pipeline.parking",
     "ParkedWork": "pipeline.parking",
     "Position": "pipeline.lanes",
+    "Precision": "pipeline._kinesis_envelope",
     "Quarantine": "pipeline.quarantine",
     "RawRecord": "pipeline.parking",
     "Recovery": "pipeline.recovery",

@@ -34,8 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pipeline._files import private_dir, write_private_file
 from pipeline.events import is_sequence_number, sortable_sequence
+from schema import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from config import Settings, arrow_environment, settings_environment
-from pipeline._files import private_dir, write_private_file
+from schema import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
 

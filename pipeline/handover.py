@@ -33,9 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
-from pipeline._files import write_private_file
 from pipeline._stored_records import safe_name
 from pipeline.events import StreamEvent
+from schema import write_private_file
 
 _T = TypeVar("_T")
 

@@ -13,8 +13,8 @@ import json
 import os
 from pathlib import Path
 
-from pipeline._files import append_private_file
 from pipeline.events import StreamEvent
+from schema import append_private_file
 
 
 class JournalHandler:

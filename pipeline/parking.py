@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline._files import write_private_file
 from pipeline._stored_records import (
     base64_field,
     damaged_files,
@@ -26,6 +25,7 @@ from pipeline._stored_records import (
     sequence_file_stem,
     text_field,
 )
+from schema import write_private_file
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,6 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_afte
 from tenacity.wait import wait_exponential_jitter
 
 import telemetry
-from pipeline._files import write_private_file
 from pipeline._stored_records import safe_name
 from pipeline.dead_letter import DeadLetters
 from pipeline.events import StreamEvent
@@ -83,6 +82,7 @@ from pipeline.handover import ReadResolver
 from pipeline.lanes import LanedHandler, Position
 from pipeline.parking import ParkedWork, RawRecord
 from pipeline.quarantine import Quarantine
+from schema import write_private_file
 from schema.errors import EntitlementsError, FlushIncomplete, RecordContext, RecordRejected, RetryableError
 
 logger = logging.getLogger(__name__)

@@ -1,31 +1,23 @@
-"""Contracts shared by every part of the project. Imports nothing else from the project."""
+"""Contracts shared by every part of the project. Imports nothing else from the project.
 
-from schema._files import private_dir, write_private_file
-from schema.errors import EntitlementsError, RecordContext, RetryableError, TerminalError
-from schema.table import (
-    CleanupKind,
-    CleanupRecord,
-    EntitlementRow,
-    EntitlementStatus,
-    Item,
-    ItemKind,
-    UnknownItem,
-    parse_item,
+Each contract is a public module of its own (`schema.table`, `schema.table_writes`, `schema.outcomes`,
+`schema.clock`, `schema.errors`, `schema.aws_errors`, `schema.array`, `schema.erasure`): import its names
+from there. The face is what every layer takes from `schema` itself: the one owner-only, atomic file write
+(`schema._files`), which sits here because `schema` imports none of the other packages.
+"""
+
+from schema._files import (
+    PRIVATE_DIR_MODE,
+    PRIVATE_FILE_MODE,
+    append_private_file,
+    private_dir,
+    write_private_file,
 )
 
 __all__ = [
-    "CleanupKind",
-    "CleanupRecord",
-    "EntitlementRow",
-    "EntitlementStatus",
-    "EntitlementsError",
-    "Item",
-    "ItemKind",
-    "RecordContext",
-    "RetryableError",
-    "TerminalError",
-    "UnknownItem",
-    "parse_item",
+    "PRIVATE_DIR_MODE",
+    "PRIVATE_FILE_MODE",
+    "append_private_file",
     "private_dir",
     "write_private_file",
 ]

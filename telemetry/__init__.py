@@ -4,27 +4,22 @@ Library code records figures with one call each (`records_taken`, `quarantined`,
 ...): Prometheus series (`entitlements_*`) and, when the process publishes EMF, CloudWatch EMF
 documents. Entry points choose the outputs from `config.MetricsSettings`:
 - `running_metrics(...)` / `serve(...)`: a Prometheus endpoint on a loopback address for a long-running
-  process, over `process_registry(kind)`: that kind's figures only (`PROCESS_FIGURES`);
+  process, over that kind's figures only (`telemetry._figures`' `process_registry` and `PROCESS_FIGURES`);
 - `ChildrenFigures`: `entitlements consume`'s endpoint over its KCL children's figures (prometheus-client's
   multiprocess mode);
 - `publish_emf(...)`: EMF documents to a file or the CloudWatch agent's socket, never stdout.
 `ConsumerPresence` says whether `consume` runs on a state folder (`entitlements consumer-status`).
+
+The face is the names other packages take from `telemetry` (tests/test_faces.py holds it to them); what
+only the tests use (the figures' table, the endpoint's classes) is imported from its module.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "FIGURES",
-    "PROCESS_FIGURES",
     "ChildrenFigures",
-    "ConsumerAlreadyRunning",
     "ConsumerPresence",
-    "EmfPublisher",
     "EmfSinkError",
-    "Figure",
-    "MetricsEndpoint",
-    "MetricsEndpointError",
-    "ProcessKind",
     "RequestFigures",
     "checkpointed",
     "cleanup_delete_held",
@@ -38,7 +33,6 @@ __all__ = [
     "item_order",
     "iterator_age",
     "parked",
-    "process_registry",
     "publish_emf",
     "quarantined",
     "records_taken",
@@ -46,7 +40,6 @@ __all__ = [
     "running_metrics",
     "serve",
     "service_outcome",
-    "service_request",
     "shard_position",
     "stuck_leases",
 ]
@@ -59,9 +52,6 @@ from telemetry import _emf
 from telemetry._asgi import RequestFigures
 from telemetry._emf import EmfPublisher, EmfSinkError
 from telemetry._figures import (
-    FIGURES,
-    PROCESS_FIGURES,
-    Figure,
     ProcessKind,
     checkpointed,
     cleanup_delete_held,
@@ -80,12 +70,11 @@ from telemetry._figures import (
     records_taken,
     retry_queue_depth,
     service_outcome,
-    service_request,
     shard_position,
     stuck_leases,
 )
-from telemetry._presence import ConsumerAlreadyRunning, ConsumerPresence
-from telemetry._prometheus import ChildrenFigures, MetricsEndpoint, MetricsEndpointError, serve
+from telemetry._presence import ConsumerPresence
+from telemetry._prometheus import ChildrenFigures, MetricsEndpoint, serve
 
 if TYPE_CHECKING:
     from config import MetricsSettings

@@ -19,7 +19,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from schema._files import write_private_file
+from schema import write_private_file
 from schema.errors import TerminalError
 
 

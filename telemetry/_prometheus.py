@@ -1,7 +1,7 @@
 """The Prometheus endpoints: one per long-running process, on a loopback address and a configured port.
 
 A single process (the retry worker, the erasure worker, the service, the relinker) serves a registry
-holding only its own figures (`telemetry.process_registry`).
+holding only its own figures (`telemetry._figures.process_registry`).
 `entitlements consume` serves its KCL children's figures: it starts the daemon with
 `PROMETHEUS_MULTIPROC_DIR` set (prometheus-client's multiprocess mode: each child writes its figures to
 files in that folder), and its endpoint reads them all (`MultiProcessCollector`), after marking the

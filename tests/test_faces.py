@@ -1,9 +1,10 @@
 """The packages' faces: what other packages take from `pipeline` or `service`, from the face or from an
-inner module, is what the face exports; the lake's face is what other packages take from it, its public
-modules export what they are taken for, and its private modules stay inside it; the callers moved to
-pipeline's face take nothing from its inner modules; the composition root and the benches import no
-inner module of another package (but the few a bench pokes at, named with the reason); and every name
-a face exports resolves."""
+inner module, is what the face exports; the faces of the lake, `pipeline`, `service`, `telemetry`, the
+cleanup, the erasure and `schema` are each exactly what other packages take from them (a name read as
+`package.name` after `import package` is taken too); the lake's public modules export what they are
+taken for, and its private modules stay inside it; the callers moved to pipeline's face take nothing
+from its inner modules; the composition root and the benches import no inner module of another package
+(but the few a bench pokes at, named with the reason); and every name a face exports resolves."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from types import ModuleType
 
 import pytest
 
-import analytics.lake
 import pipeline
 import service
 
@@ -26,9 +26,6 @@ _NOT_CALLERS = {".venv", "tests", "node_modules"}
 
 # Inner modules outside packages may still name, with the reason:
 EXCEPTIONS = {
-    # the one atomic private write, shared with the erasure ledger (schema._files' twin; the composition
-    # root and the benches take it from schema's face)
-    "pipeline._files": "private file helpers",
     # the bench builds stream images as the decoder reads them
     "pipeline._attribute_values": "a bench's encoder",
 }
@@ -37,7 +34,9 @@ EXCEPTIONS = {
 # fails here, even for a name the face has.
 FACE_ONLY = (
     "processors/cleanup",
+    "processors/erasure",
     "analytics/bootstrap",
+    "analytics/lake",
     "devstack/stack.py",
     "entitlements/_demo.py",
     "entitlements/child.py",
@@ -103,13 +102,18 @@ def _is_module(dotted: str) -> bool:
 @cache
 def _imports(root: Path) -> tuple[tuple[str, str, str], ...]:
     """(file relative to root, module, name) for every absolute `from <module> import <name>`, and
-    (file, module, "") for every `import <module>`, in the files under root that are not tests."""
+    (file, module, "") for every `import <module>`, in the files under root that are not tests; after
+    `import <package>` (undotted), each `<package>.<name>` read is (file, package, name) too."""
     found: list[tuple[str, str, str]] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if relative.parts[0] in _NOT_CALLERS or "node_modules" in relative.parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # `import telemetry` then `telemetry.records_taken(...)` takes records_taken from the face as
+        # surely as `from telemetry import records_taken` does.
+        bound: dict[str, str] = {}
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for alias in node.names:
                     # `from service import dynamo` imports an inner module, not a name of the face; but a
@@ -120,19 +124,40 @@ def _imports(root: Path) -> tuple[tuple[str, str, str], ...]:
                         found.append((relative.as_posix(), node.module, alias.name))
             elif isinstance(node, ast.Import):
                 found.extend((relative.as_posix(), alias.name, "") for alias in node.names)
+                bound.update(
+                    (alias.asname or alias.name, alias.name)
+                    for alias in node.names
+                    if "." not in alias.name and _is_module(alias.name)
+                )
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in bound
+            ):
+                module = bound[node.value.id]
+                if _is_module(f"{module}.{node.attr}") and node.attr not in _exported(module):
+                    found.append((relative.as_posix(), f"{module}.{node.attr}", ""))
+                else:
+                    found.append((relative.as_posix(), module, node.attr))
     return tuple(found)
 
 
 def _taken_from(package: str, root: Path) -> dict[str, set[str]]:
-    """name -> the files outside `package`/ that import it from the package's face or from one of its
-    inner modules (but the EXCEPTIONS and pipeline's launcher)."""
+    """name -> the files outside `package`'s folder that import it from the package's face or from one
+    of its inner modules (but the EXCEPTIONS and pipeline's launcher); for a MODULE_FACES package, whose
+    public modules are faces of their own, from the face only."""
     found: dict[str, set[str]] = {}
+    folder = f"{package.replace('.', '/')}/"
     for file, module, name in _imports(root):
-        if not name or file.split("/")[0] == package or module in EXCEPTIONS:
+        if not name or file.startswith(folder) or module in EXCEPTIONS:
             continue
-        if module == package or (
-            module.startswith(f"{package}.") and not module.startswith("pipeline.launcher")
-        ):
+        inner = (
+            package not in MODULE_FACES
+            and module.startswith(f"{package}.")
+            and not module.startswith("pipeline.launcher")
+        )
+        if module == package or inner:
             found.setdefault(name, set()).add(file)
     return found
 
@@ -149,6 +174,24 @@ def _missing_from(face: ModuleType, root: Path = REPO) -> dict[str, list[str]]:
 @pytest.mark.parametrize("face", [pipeline, service], ids=lambda face: face.__name__)
 def test_every_name_other_packages_take_from_a_package_is_on_its_face(face: ModuleType) -> None:
     assert _missing_from(face) == {}
+
+
+# Faces held to exactly what other packages take from them (issue 25 item 5): a name nobody outside takes
+# leaves the face for its home, and the tests import it there.
+EXACT_FACES = (
+    "analytics.lake",
+    "pipeline",
+    "processors.cleanup",
+    "processors.erasure",
+    "schema",
+    "service",
+    "telemetry",
+)
+
+
+@pytest.mark.parametrize("face", EXACT_FACES)
+def test_a_face_is_exactly_what_other_packages_take_from_it(face: str) -> None:
+    assert sorted(_taken_from(face, REPO)) == sorted(_exported(face))
 
 
 @cache
@@ -256,7 +299,7 @@ def test_an_inner_import_in_the_composition_root_or_a_bench_is_found(tmp_path: P
         "from pipeline import ShardConsumer\n"
         "from schema.table import ItemKind\n"
         "from devstack.moto_server import MotoServer\n"
-        "from bench._report import Figure\n"
+        "from bench._report import Comparison\n"
         "from analytics.lake._delta import append, table_schema_names\n"
         "from processors.cleanup.retry_worker import RetryWorker\n"
         "from devstack import _writes\n"
@@ -309,13 +352,16 @@ def test_a_caller_taking_a_name_the_face_lacks_is_found(tmp_path: Path) -> None:
     caller.write_text(
         "from pipeline import StreamEvent, NotOnTheFace\n"
         "from pipeline.events import ChangeKind, NotOnTheFaceEither\n"
-        "from pipeline._files import private_dir\n"
-        "from pipeline import events\n",
+        "from pipeline._attribute_values import encode_image\n"
+        "from pipeline import events\n"
+        "import pipeline\n"
+        "pipeline.create_table, pipeline.ReadFromTheFace, pipeline.events\n",
         encoding="utf-8",
     )
     assert _missing_from(pipeline, tmp_path) == {
         "NotOnTheFace": ["processors/caller.py"],
         "NotOnTheFaceEither": ["processors/caller.py"],
+        "ReadFromTheFace": ["processors/caller.py"],
     }
 
 
@@ -345,11 +391,6 @@ def _lake_callers(root: Path) -> list[tuple[str, str, str]]:
     ]
 
 
-def _lake_face_taken(root: Path = REPO) -> set[str]:
-    """The names files outside the lake take from its face."""
-    return {name for _, module, name in _lake_callers(root) if module == _LAKE and name}
-
-
 def _lake_strays(root: Path = REPO) -> list[tuple[str, str, str]]:
     """(file, module, name) for each import, outside analytics/lake/, of a private lake module or of a
     name a public lake module does not export; but a bench's BENCH_POKES and the LAKE_PRIVATE_CALLERS."""
@@ -365,11 +406,6 @@ def _lake_strays(root: Path = REPO) -> list[tuple[str, str, str]]:
         ):
             found.add((file, module, name))
     return sorted(found)
-
-
-def test_the_lakes_face_is_what_other_packages_take_from_it() -> None:
-    # Both ways: a name nobody outside takes leaves the face for its home (issue 25: about a dozen).
-    assert _lake_face_taken() == set(analytics.lake.__all__)
 
 
 def test_callers_outside_the_lake_take_only_what_its_public_modules_export() -> None:
@@ -412,4 +448,4 @@ def test_a_stray_lake_import_is_found_and_the_face_names_taken_are_counted(tmp_p
         ("analytics/caller.py", "analytics.lake.snapshots", "not_exported"),
         ("bench/bench_caller.py", "analytics.lake._delta", "delete_rows"),
     ]
-    assert _lake_face_taken(tmp_path) == {"Lake", "changes_schema"}
+    assert set(_taken_from(_LAKE, tmp_path)) == {"Lake", "changes_schema"}

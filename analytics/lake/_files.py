@@ -57,7 +57,7 @@ from analytics.lake._schema import (
     state_schema,
     with_comments,
 )
-from schema._files import private_dir, write_private_file
+from schema import private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from fsspec.implementations.arrow import ArrowFSWrapper
 
 from analytics.lake._errors import LakeMissing
 from config import Settings
-from schema._files import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, private_dir
+from schema import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, private_dir
 
 S3_SCHEME = "s3://"
 

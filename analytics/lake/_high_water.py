@@ -59,7 +59,7 @@ from deltalake import DeltaTable, Transaction
 from analytics.lake._delta import commits_since
 from analytics.lake._filesystem import Lake
 from analytics.lake._schema import PARTITION_COLUMN
-from pipeline.events import SEQUENCE_WIDTH
+from pipeline import SEQUENCE_WIDTH
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, final_rank
 
 HWM_PREFIX = "lake.hwm/"

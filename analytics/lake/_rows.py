@@ -39,7 +39,7 @@ from analytics.lake._schema import (
     changes_schema,
     parse_business_time,
 )
-from pipeline.events import SEQUENCE_WIDTH, StreamEvent, StreamPosition, sortable_sequence
+from pipeline import SEQUENCE_WIDTH, StreamEvent, StreamPosition, sortable_sequence
 from schema.outcomes import OutcomeEvent, preferred_outcome
 from schema.table import ITEM_FIELDS
 

@@ -1,4 +1,4 @@
-"""`processors.cleanup.DeletedAccountsSource` over the lake (processors never import analytics; the
+"""`processors.cleanup._repair.DeletedAccountsSource` over the lake (processors never import analytics; the
 repair command is handed this adapter): every Array account cleanup recorded as deleted or already
 deleted, from the deduplicated `outcomes` view (so never an account of a user being erased)."""
 

@@ -1,5 +1,5 @@
-"""The lake side of an erasure: `processors.erasure.LakeEraser` over the lake's own API (processors never
-import analytics; `entitlements.compose` hands the worker this adapter).
+"""The lake side of an erasure: `processors.erasure._lake.LakeEraser` over the lake's own API
+(processors never import analytics; `entitlements.compose` hands the worker this adapter).
 
 - `mask` adds the user ids being erased to the lake's mask (`analytics/lake/_mask.py`: a small file in
   the lake itself, owner-only locally), and every view hides them from then on, before their files are

@@ -52,7 +52,7 @@ from analytics.lake._filesystem import Lake
 from analytics.lake._rows import ChangeBuffer, OutcomeBuffer, PendingFile
 from analytics.lake._schema import CHANGES, OUTCOMES, AllowList, default_allow_list
 from config import LakeSettings
-from pipeline.events import StreamEvent
+from pipeline import StreamEvent
 from schema.errors import RecordContext, RetryableError
 from schema.outcomes import OutcomeEvent
 

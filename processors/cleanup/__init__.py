@@ -9,11 +9,8 @@ from __future__ import annotations
 __all__ = [
     "CleanupHandler",
     "DeleteValve",
-    "DeletedAccountsSource",
     "DrainReport",
-    "GuardUnavailableError",
     "LocalDeletionNotes",
-    "RetryQueueError",
     "RetryQueues",
     "RetryWorker",
     "ensure_retry_queues",
@@ -23,10 +20,9 @@ __all__ = [
 ]
 
 from processors.cleanup._clients import flush_call_bounds
-from processors.cleanup._errors import GuardUnavailableError, RetryQueueError
 from processors.cleanup._handler import CleanupHandler
 from processors.cleanup._notes import LocalDeletionNotes
-from processors.cleanup._repair import DeletedAccountsSource, repair_removed_rows
+from processors.cleanup._repair import repair_removed_rows
 from processors.cleanup._retry_queue import RetryQueues, ensure_retry_queues, queue_counts
 from processors.cleanup._valve import DeleteValve
 from processors.cleanup.retry_worker import DrainReport, RetryWorker

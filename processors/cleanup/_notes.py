@@ -53,7 +53,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from schema._files import PRIVATE_FILE_MODE, private_dir, write_private_file
+from schema import PRIVATE_FILE_MODE, private_dir, write_private_file
 
 logger = logging.getLogger(__name__)
 

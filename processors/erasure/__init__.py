@@ -23,8 +23,7 @@ user who signs up again after the erasure completed is new data).
 
 from processors.erasure._config import checked_timings
 from processors.erasure._consumer_stores import ConsumerStores
-from processors.erasure._errors import ErasureConfigError, ErasureStepError, ErasureTimeoutError
-from processors.erasure._lake import LakeEraser
+from processors.erasure._errors import ErasureConfigError
 from processors.erasure._ledger import LEDGER_DIR_NAME, ErasureLedger, erased_filter
 from processors.erasure._procedure import ErasureTargets
 from processors.erasure._setup import ErasureChannel, ensure_erasure_channel
@@ -36,11 +35,8 @@ __all__ = [
     "ErasureChannel",
     "ErasureConfigError",
     "ErasureLedger",
-    "ErasureStepError",
     "ErasureTargets",
-    "ErasureTimeoutError",
     "ErasureWorker",
-    "LakeEraser",
     "checked_timings",
     "ensure_erasure_channel",
     "erased_filter",

@@ -40,9 +40,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from config import ConsumerSettings
-from pipeline.dead_letter import DeadLetters
-from pipeline.parking import ParkedBatch, ParkedWork, RawRecord
-from pipeline.quarantine import Quarantine
+from pipeline import DeadLetters, ParkedBatch, ParkedWork, Quarantine, RawRecord
 from processors.erasure._errors import state_files
 from processors.erasure._record_match import ErasedKeys, KeysByUser
 

@@ -58,8 +58,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from config import Settings
-from pipeline._files import private_dir, write_private_file
 from processors.erasure._errors import state_files
+from schema import private_dir, write_private_file
 from schema.erasure import CHANNEL_CONSTANTS
 
 LEDGER_DIR_NAME = "erasure-ledger"

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from pipeline.decode import decode_record
+from pipeline import decode_record
 from schema.table import ENTITLEMENT_SK_PREFIX, GSI1_PK_PREFIX, STALE_SK_PREFIX, user_pk
 
 UNESCAPE_ROUNDS = 4

@@ -14,9 +14,9 @@ import sys
 
 from config import Settings
 from entitlements import child, compose
-from pipeline._files import write_private_file
 from pipeline.daemon import DaemonSpec, KclDaemon, launcher_properties
 from pipeline.handlers import HandlerRegistry
+from schema import write_private_file
 from tests.support.kcl import REPO, RunningConsumer
 
 ORDER_VARIABLE = "KCL_TEST_HANDLER_ORDER"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from telemetry import ConsumerAlreadyRunning, ConsumerPresence
+from telemetry import ConsumerPresence
+from telemetry._presence import ConsumerAlreadyRunning
 from tests.telemetry._holder import holding
 
 

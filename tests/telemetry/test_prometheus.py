@@ -15,9 +15,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import telemetry
 from config import MetricsSettings
+from telemetry._figures import PROCESS_FIGURES, ProcessKind, process_registry, service_request
+from telemetry._prometheus import MetricsEndpoint, MetricsEndpointError
 from tests.telemetry._scrape import free_port, scrape
 
-KINDS: tuple[telemetry.ProcessKind, ...] = (
+KINDS: tuple[ProcessKind, ...] = (
     "consumer",
     "retry-worker",
     "erasure-worker",
@@ -34,19 +36,19 @@ telemetry.cleanup_outcome("cleanup.deleted")
 
 
 @pytest.fixture
-def endpoint() -> Iterator[telemetry.MetricsEndpoint]:
+def endpoint() -> Iterator[MetricsEndpoint]:
     served = telemetry.serve(
         MetricsSettings(),
         free_port(),
         variable="ENTITLEMENTS_METRICS__ERASURE_WORKER_PORT",
-        registry=telemetry.process_registry("erasure-worker"),
+        registry=process_registry("erasure-worker"),
     )
     assert served is not None
     yield served
     served.close()
 
 
-def test_an_endpoint_on_loopback_serves_the_processs_figures(endpoint: telemetry.MetricsEndpoint) -> None:
+def test_an_endpoint_on_loopback_serves_the_processs_figures(endpoint: MetricsEndpoint) -> None:
     before = scrape(endpoint.url).get(("entitlements_erasure_not_applicable_total", ()), 0.0)
     telemetry.erasure_not_applicable(2)
     assert endpoint.url.startswith("http://127.0.0.1:")
@@ -54,15 +56,15 @@ def test_an_endpoint_on_loopback_serves_the_processs_figures(endpoint: telemetry
 
 
 def test_a_port_in_use_is_refused_naming_the_address_and_the_setting(
-    endpoint: telemetry.MetricsEndpoint,
+    endpoint: MetricsEndpoint,
 ) -> None:
     port = int(endpoint.url.rsplit(":", 1)[1].split("/")[0])
-    with pytest.raises(telemetry.MetricsEndpointError) as refused:
+    with pytest.raises(MetricsEndpointError) as refused:
         telemetry.serve(
             MetricsSettings(),
             port,
             variable="ENTITLEMENTS_METRICS__CONSUME_PORT",
-            registry=telemetry.process_registry("consumer"),
+            registry=process_registry("consumer"),
         )
     assert f"127.0.0.1:{port}" in str(refused.value)
     assert "ENTITLEMENTS_METRICS__CONSUME_PORT" in str(refused.value)
@@ -74,7 +76,7 @@ def test_no_port_serves_nothing() -> None:
             MetricsSettings(),
             None,
             variable="ENTITLEMENTS_METRICS__SERVICE_PORT",
-            registry=telemetry.process_registry("service"),
+            registry=process_registry("service"),
         )
         is None
     )
@@ -105,13 +107,13 @@ def record_every_figure() -> None:
     telemetry.erasure_not_applicable(1)
     telemetry.erasure_traces_found("table")
     telemetry.erasure_answer("erasure/ACK", "DONE")
-    telemetry.service_request("GET /health", 200, 0.01)
+    service_request("GET /health", 200, 0.01)
     telemetry.service_outcome("link.done")
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_process_kinds_endpoint_serves_its_own_figures_and_none_of_the_others(
-    kind: telemetry.ProcessKind,
+    kind: ProcessKind,
 ) -> None:
     record_every_figure()
     with telemetry.running_metrics(
@@ -119,7 +121,7 @@ def test_each_process_kinds_endpoint_serves_its_own_figures_and_none_of_the_othe
     ) as endpoint:
         assert endpoint is not None
         served = families(endpoint.url)
-    assert served == {figure.prometheus for figure in telemetry.PROCESS_FIGURES[kind]}
+    assert served == {figure.prometheus for figure in PROCESS_FIGURES[kind]}
 
 
 def test_the_erasure_workers_endpoint_carries_no_consumer_series() -> None:
@@ -177,7 +179,7 @@ def test_the_consumers_endpoint_serves_no_figure_of_another_process_its_children
         names = families(served.url)
     finally:
         served.close()
-    consumer = {figure.prometheus for figure in telemetry.PROCESS_FIGURES["consumer"]}
+    consumer = {figure.prometheus for figure in PROCESS_FIGURES["consumer"]}
     assert names - consumer == {"entitlements_consumer_daemon_running", "entitlements_consumer_daemon_starts"}
 
 

@@ -6,7 +6,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from processors.cleanup import GuardUnavailableError, flush_call_bounds
+from processors.cleanup import flush_call_bounds
+from processors.cleanup._errors import GuardUnavailableError
 from processors.cleanup._table import find_rows_for_account
 
 

@@ -25,7 +25,8 @@ from adapters import HttpArrayClient
 from config import ArraySettings
 from devstack.fake_array import FakeArrayServer, FaultPlan
 from pipeline.events import CleanupExpired
-from processors.cleanup import CleanupHandler, RetryQueueError, RetryQueues
+from processors.cleanup import CleanupHandler, RetryQueues
+from processors.cleanup._errors import RetryQueueError
 from processors.cleanup.retry_worker import RetryWorker
 from schema.outcomes import OutcomeKind
 from schema.table import ItemKind

@@ -27,9 +27,9 @@ from pipeline.events import (
 from processors.cleanup import (
     CleanupHandler,
     LocalDeletionNotes,
-    RetryQueueError,
     RetryQueues,
 )
+from processors.cleanup._errors import RetryQueueError
 from schema.errors import RecordRejected
 from schema.outcomes import FINAL_CLEANUP_OUTCOMES, OutcomeKind
 from schema.table import EntitlementRow, ItemKind, UnknownItem

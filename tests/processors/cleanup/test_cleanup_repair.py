@@ -7,7 +7,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from processors.cleanup import DeletedAccountsSource, repair_removed_rows
+from processors.cleanup import repair_removed_rows
+from processors.cleanup._repair import DeletedAccountsSource
 from tests.processors.cleanup.cleanup_helpers import FixedClock
 
 

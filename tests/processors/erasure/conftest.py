@@ -23,9 +23,9 @@ from processors.erasure import (
     ErasureLedger,
     ErasureTargets,
     ErasureWorker,
-    LakeEraser,
     ensure_erasure_channel,
 )
+from processors.erasure._lake import LakeEraser
 from schema.clock import SystemClock
 from schema.outcomes import FlushingSink
 from tests.processors.erasure.erasure_subscriber_helpers import Responses, Stack

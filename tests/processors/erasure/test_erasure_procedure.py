@@ -15,8 +15,9 @@ import pytest
 
 from devstack.fake_array import FakeArrayServer
 from pipeline.quarantine import Quarantine
-from processors.erasure import ErasureStepError, ErasureTargets, ErasureTimeoutError
+from processors.erasure import ErasureTargets
 from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._errors import ErasureStepError, ErasureTimeoutError
 from processors.erasure._lake import LakeTableScan
 from processors.erasure._procedure import AccountErasure
 from schema.clock import SystemClock

@@ -20,8 +20,9 @@ from analytics.lake._traces import BatchTraces
 from analytics.lake.eraser import AnalyticsLakeEraser
 from devstack.fake_array import FakeArrayServer
 from pipeline.quarantine import Quarantine
-from processors.erasure import ErasureLedger, ErasureStepError, ErasureTargets
+from processors.erasure import ErasureLedger, ErasureTargets
 from processors.erasure._bounded import BoundedCalls, Deadline
+from processors.erasure._errors import ErasureStepError
 from processors.erasure._procedure import AccountErasure
 from schema.clock import SystemClock
 from schema.table import user_pk
