@@ -4,7 +4,7 @@ instead of a run that prints every target met."""
 
 from __future__ import annotations
 
-__all__ = ["BenchThreads", "Figure", "best_of", "burners", "print_figures"]
+__all__ = ["BenchThreads", "Comparison", "best_of", "burners", "print_figures"]
 
 import contextlib
 import os
@@ -19,7 +19,10 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Figure:
+class Comparison:
+    """One printed line of a bench: a measured figure beside its baseline, measured in the same run,
+    and its target."""
+
     name: str
     value: float
     unit: str
@@ -54,7 +57,7 @@ def _number(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def print_figures(title: str, figures: list[Figure]) -> None:
+def print_figures(title: str, figures: list[Comparison]) -> None:
     # The load beside every figure: timings on a shared machine mean little without it.
     one, five, fifteen = os.getloadavg()
     print(f"\n== {title}  (load average {one:.1f} {five:.1f} {fifteen:.1f})")

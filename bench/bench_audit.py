@@ -35,7 +35,7 @@ from analytics.audits import AuditConfig, AuditParameters, run_audits
 from analytics.lake import Lake, changes_schema, default_allow_list, open_lake
 from analytics.lake._files import ensure_layout
 from analytics.lake.snapshots import snapshot, snapshot_info
-from bench._report import Figure, best_of, burners, print_figures
+from bench._report import Comparison, best_of, burners, print_figures
 from bench._synthetic_lake import land_changes
 
 ROWS = 10_000_000
@@ -354,8 +354,8 @@ def _load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
-def _figure(where: str, audit_seconds: float, scan_seconds: float, load: str) -> Figure:
-    return Figure(
+def _figure(where: str, audit_seconds: float, scan_seconds: float, load: str) -> Comparison:
+    return Comparison(
         name=f"duplicate-Active audit, {where} ({PLANTED:,} planted users found; load {load} after it)",
         value=audit_seconds,
         unit="s",

@@ -34,7 +34,7 @@ from botocore.config import Config
 from analytics.bootstrap import bootstrap_export, read_manifest
 from analytics.lake import open_lake
 from bench._moto import moto_client, moto_server
-from bench._report import Figure, print_figures
+from bench._report import Comparison, print_figures
 from config import BootstrapSettings, LakeSettings
 
 _PER_FILE = 100_000
@@ -160,7 +160,7 @@ def main() -> None:
     print_figures(
         f"bootstrap of {items:,} exported items, {len(manifest.files)} files (load {load:.1f})",
         [
-            Figure(
+            Comparison(
                 "bootstrap (read, check, decode, land)",
                 items / seconds,
                 "items/s",

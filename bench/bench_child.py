@@ -46,7 +46,7 @@ from bench._daemon import (
     stream_sequence_numbers,
 )
 from bench._moto import moto_client
-from bench._report import Figure, print_figures
+from bench._report import Comparison, print_figures
 from config import Settings
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_server import MotoServer
@@ -282,7 +282,7 @@ def main() -> None:
         f"KCL child CPU per record through the real daemon (launcher JVM, moto): a {records:,}-record "
         "backlog read by both children in one run, production commit cadence",
         [
-            Figure(
+            Comparison(
                 name="entitlements.child (protocol, decode, cleanup + lake handlers, commits)",
                 value=real_us,
                 unit="µs CPU/record",
@@ -291,7 +291,7 @@ def main() -> None:
                 better="lower",
                 target="none here (a backlog; the 100 µs target is at live traffic: bench consumer)",
             ),
-            Figure(
+            Comparison(
                 name=f"start-up: imports, clients, the first {WARM_UP} records and their checkpoint",
                 value=real.started_cpu[0],
                 unit="s CPU",

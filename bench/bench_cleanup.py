@@ -55,7 +55,7 @@ from botocore.exceptions import ClientError
 
 from adapters import HttpArrayClient
 from bench._moto import moto_client, moto_server
-from bench._report import Figure, print_figures
+from bench._report import Comparison, print_figures
 from config import ArraySettings, ConsumerSettings
 from devstack.fake_array import DELETE_USER, FakeArrayServer
 from pipeline import (
@@ -255,7 +255,7 @@ def main() -> None:
         f"Array account cleanup: {BATCH} expiries per flush, fake Array at {latency_ms} per call, "
         f"moto in its own process (best of {REPEATS})",
         [
-            Figure(
+            Comparison(
                 name=f"CleanupHandler.flush, {CONCURRENCY} at a time (guard + delete + mark)",
                 value=concurrent,
                 unit="cleanups/s",
@@ -263,7 +263,7 @@ def main() -> None:
                 baseline_value=one_at_a_time,
                 target="none: moto serves every table call under one lock (the lanes figure has it)",
             ),
-            Figure(
+            Comparison(
                 name=f"HttpArrayClient.delete_user alone, {CONCURRENCY} at a time",
                 value=bare_concurrent,
                 unit="deletes/s",
@@ -470,8 +470,8 @@ def run_slow_account(array: FakeArrayServer, sqs: Any, queue_url: str) -> SlowAc
     )
 
 
-def lanes_figure(lanes: float, one_lane: float) -> Figure:
-    return Figure(
+def lanes_figure(lanes: float, one_lane: float) -> Comparison:
+    return Comparison(
         name=f"lanes: CleanupHandler.flush on {LANES} lanes (guard + delete + mark)",
         value=lanes,
         unit="cleanups/s",
@@ -482,8 +482,8 @@ def lanes_figure(lanes: float, one_lane: float) -> Figure:
     )
 
 
-def slow_account_figure(slow: SlowAccount) -> Figure:
-    return Figure(
+def slow_account_figure(slow: SlowAccount) -> Comparison:
+    return Comparison(
         name=f"lanes, one slow account ({SLOW_ANSWER_SECONDS:g} s answer) through the consumer: the other "
         f"{BATCH - 1} outcomes at the sink after (checkpoint held below it: {slow.checkpoint_held}, "
         f"then passed: {slow.checkpoint_passed})",
@@ -746,8 +746,8 @@ def run_rework(endpoint: str, root: Path, *, seed: int = 22) -> ReworkCounts:  #
     )
 
 
-def rework_figure(counts: ReworkCounts) -> Figure:
-    return Figure(
+def rework_figure(counts: ReworkCounts) -> Comparison:
+    return Comparison(
         name=f"rework: repeated DELETEs over {counts.kills} kills ({counts.accounts} accounts, "
         f"{counts.delete_calls} DELETE calls, {counts.two_finals} with two final outcomes)",
         value=counts.repeated,

@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from entitlements.cli import COMMANDS
 
 REPEATS = 5
@@ -50,8 +50,8 @@ def _cli(*args: str) -> None:
     _run("-c", "from entitlements.cli import main; main()", *args)
 
 
-def _figure(name: str, value: float, baseline_name: str, baseline: float, ratio: float) -> Figure:
-    return Figure(
+def _figure(name: str, value: float, baseline_name: str, baseline: float, ratio: float) -> Comparison:
+    return Comparison(
         name,
         value,
         "s",
@@ -82,7 +82,9 @@ def main() -> None:
         seconds, bare = _paired([name, "--help"], bare_help)
         figures.append(_figure(f"entitlements {name} --help", seconds, bare_name, bare, COMMAND_TARGET_RATIO))
     version, typer_import = _paired(["--version"], import_typer)
-    figures.append(Figure("entitlements --version", version, "s", typer_name, typer_import, better="lower"))
+    figures.append(
+        Comparison("entitlements --version", version, "s", typer_name, typer_import, better="lower")
+    )
     print_figures(
         f"CLI start-up (fresh process each, best of {REPEATS}, in turns with its baseline)", figures
     )

@@ -78,7 +78,7 @@ from bench._daemon import (
     stream_sequence_numbers,
 )
 from bench._moto import GET_RECORDS, moto_client, served_calls
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from config import ConsumerSettings, Settings
 from devstack.moto_process import moto_process
 from devstack.moto_server import MotoServer, ServedCall
@@ -743,7 +743,7 @@ def _report_starts(cold: _ColdStarts) -> None:
         f"Cold start through the real daemon, shipped defaults (fresh application each time), beside "
         f"{cold.burners} CPU burners (one per core)",
         [
-            Figure(
+            Comparison(
                 name=f"cold start: median of {COLD_STARTS} fresh starts to the first record handed over",
                 value=median_start,
                 unit="s",
@@ -753,7 +753,7 @@ def _report_starts(cold: _ColdStarts) -> None:
                 target="median <= 15 s",
                 met=median_start <= 15,
             ),
-            Figure(
+            Comparison(
                 name=f"max of {COLD_STARTS}",
                 value=max(cold.starts),
                 unit="s",
@@ -781,7 +781,7 @@ def _report_drain(drain: _Drain, idle: float) -> None:
     print_figures(
         f"Backlog drain through the real daemon, shipped defaults (idle {idle * 1000:.0f} ms, 1 MB pages)",
         [
-            Figure(
+            Comparison(
                 name=f"drain: a {drain.records:,}-record backlog handed to the real child",
                 value=rate,
                 unit="records/s",
@@ -790,7 +790,7 @@ def _report_drain(drain: _Drain, idle: float) -> None:
                 target="ratio >= 0.9",
                 met=rate >= 0.9 * ceiling,
             ),
-            Figure(
+            Comparison(
                 name="GetRecords calls a shard, most in any 1 s, start-up and drain",
                 value=drain.most_calls_in_a_second,
                 unit="calls",
@@ -820,7 +820,7 @@ def _report_assignment(costs: dict[int, tuple[float, float]], shipped: int) -> N
     print_figures(
         f"Lease assignment interval: an idle worker's JVM CPU over {ASSIGNMENT_WINDOW:.0f} s, one shard",
         [
-            Figure(
+            Comparison(
                 name=f"JVM CPU at the shipped {shipped} ms",
                 value=costs[shipped][0],
                 unit="% of a core",
@@ -828,7 +828,7 @@ def _report_assignment(costs: dict[int, tuple[float, float]], shipped: int) -> N
                 baseline_value=slow[0],
                 better="lower",
             ),
-            Figure(
+            Comparison(
                 name=f"JVM CPU at {ASSIGNMENT_INTERVALS_MS[0]} ms",
                 value=fast[0],
                 unit="% of a core",
@@ -848,7 +848,7 @@ def _report_failover(seconds: float, defaults: ConsumerSettings) -> None:
     print_figures(
         "Failover through the real daemon, shipped defaults",
         [
-            Figure(
+            Comparison(
                 name="a lease holder that is not the leader killed, to the next record handed over",
                 value=seconds,
                 unit="s",
@@ -867,7 +867,7 @@ def _report_leader_failover(seconds: float, defaults: ConsumerSettings) -> None:
     print_figures(
         "Leader failover through the real daemon, shipped defaults (KCL 3.1.3's fixed leader lock)",
         [
-            Figure(
+            Comparison(
                 name="the leader (also the lease holder) killed, to the first record the survivor hands over",
                 value=seconds,
                 unit="s",
@@ -891,7 +891,7 @@ def _report_live(live: _Live, defaults: ConsumerSettings) -> None:
     print_figures(
         "Live latency through the real daemon, shipped defaults",
         [
-            Figure(
+            Comparison(
                 name=f"write to handed to the child, p99 ({LIVE_RECORDS} writes at {LIVE_RATE:g}/s)",
                 value=handler_p99,
                 unit="s",
@@ -901,7 +901,7 @@ def _report_live(live: _Live, defaults: ConsumerSettings) -> None:
                 target="<= bound",
                 met=handler_p99 <= handler_bound,
             ),
-            Figure(
+            Comparison(
                 name="write to a lake file holding it, p99",
                 value=lake_p99,
                 unit="s",
@@ -917,7 +917,7 @@ def _report_live(live: _Live, defaults: ConsumerSettings) -> None:
     print_figures(
         "Child CPU at live traffic, in the same run as the latency bound (same daemon, shipped defaults)",
         [
-            Figure(
+            Comparison(
                 name=f"entitlements.child CPU a record at {traffic.records / traffic.seconds:,.0f} writes/s "
                 f"({traffic.records:,} records over {traffic.seconds:.0f} s, {traffic.calls} GetRecords "
                 f"calls; decode, handlers, polls, commits; load {traffic.load})",
@@ -949,7 +949,7 @@ def _report_ttl(small: float, large: float) -> None:
     print_figures(
         "TTL emulator pass (in-process moto, the DynamoDB lock held for the pass)",
         [
-            Figure(
+            Comparison(
                 name=f"a pass over {TTL_LARGE:,} items ({TTL_EXPIRING} expiring)",
                 value=large * 1000,
                 unit="ms",

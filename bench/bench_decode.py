@@ -60,7 +60,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 import pipeline.decode as decode_module
 from bench import _capture
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from pipeline import (
     CleanupExpired,
     DecodeError,
@@ -284,21 +284,21 @@ def _bench_records() -> None:
         "decode: stream record throughput",
         [
             *_shared_figures(decoder_name, rate, powertools_name, powertools),
-            Figure(
+            Comparison(
                 "decode_stream_record (raw shape: orjson.loads + decode)",
                 rate["raw_path"],
                 "records/s",
                 powertools_name,
                 powertools,
             ),
-            Figure(
+            Comparison(
                 "floor of the typed branch: msgspec's decode into its envelope alone",
                 rate["typed_envelope"],
                 "records/s",
                 "bare orjson.loads of the same bytes",
                 rate["orjson"],
             ),
-            Figure(
+            Comparison(
                 "invalid records rejected with DecodeError",
                 float(rejected),
                 "records",
@@ -411,11 +411,11 @@ def _powertools_best(rate: dict[str, float]) -> tuple[str, float]:
 
 def _shared_figures(
     decoder_name: str, rate: dict[str, float], powertools_name: str, powertools: float
-) -> list[Figure]:
+) -> list[Comparison]:
     """The figures both benches print: the decoder against Powertools (the target), boto3 and bare
     orjson, and the generic branch alone against Powertools."""
     return [
-        Figure(
+        Comparison(
             decoder_name,
             rate["decoder"],
             "records/s",
@@ -424,21 +424,21 @@ def _shared_figures(
             target="ratio >= 3",
             met=rate["decoder"] / powertools >= 3,
         ),
-        Figure(
+        Comparison(
             decoder_name,
             rate["decoder"],
             "records/s",
             "boto3 TypeDeserializer (orjson.loads + Keys/NewImage/OldImage, untyped)",
             rate["boto3"],
         ),
-        Figure(
+        Comparison(
             decoder_name,
             rate["decoder"],
             "records/s",
             "bare orjson.loads of the same bytes",
             rate["orjson"],
         ),
-        Figure(
+        Comparison(
             "decode_record, typed branch off (generic branch: orjson.loads + strict AV decode)",
             rate["generic"],
             "records/s",
@@ -493,7 +493,7 @@ def _captured_records() -> None:
         )
         kind_way, kind_powertools = _powertools_best(kind_rate)
         kind_figures.append(
-            Figure(
+            Comparison(
                 f"  {kind} alone ({len(indexes)} records): decode_record",
                 kind_rate["decoder"],
                 "records/s",

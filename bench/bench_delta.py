@@ -35,7 +35,7 @@ from analytics.lake._fold import read_table
 from analytics.lake.compaction import compact, tier_target
 from analytics.lake.purge import purge_users
 from analytics.lake.views import SQL_DIR, create_views
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from bench._synthetic_lake import generate_lake
 
 ROWS = int(os.environ.get("BENCH_DELTA_ROWS", "1000000"))
@@ -55,7 +55,7 @@ def _table_rows(lake: Lake) -> pa.Table:
     )
 
 
-def _landing(root: str, rows: pa.Table) -> list[Figure]:
+def _landing(root: str, rows: pa.Table) -> list[Comparison]:
     chunks = [rows.slice(i, CHUNK) for i in range(0, min(rows.num_rows, 200 * CHUNK), CHUNK)]
     day = datetime(2026, 1, 1, tzinfo=UTC).date()
     dated = [
@@ -81,7 +81,7 @@ def _landing(root: str, rows: pa.Table) -> list[Figure]:
     bare_seconds = best_of(2, bare)
     print(f"  landing: {len(chunks)} commits of {CHUNK:,} rows")
     return [
-        Figure(
+        Comparison(
             name=f"landing: one Delta commit per flush of {CHUNK:,} rows",
             value=delta_seconds / len(chunks) * 1000,
             unit="ms/flush",
@@ -95,7 +95,7 @@ def _landing(root: str, rows: pa.Table) -> list[Figure]:
 _CHECK = (SQL_DIR / "audits" / "duplicate_active_rows.sql").read_text()
 
 
-def _readers(root: str, lake: Lake) -> list[Figure]:
+def _readers(root: str, lake: Lake) -> list[Comparison]:
     """The duplicate-Active check (the `entitlements` view over the whole log: a fold of every change)
     on the Delta table, beside the same views over a plain copy of the same Parquet files; and the
     exactly-once `changes` through the file list beside the Arrow-dataset route."""
@@ -148,7 +148,7 @@ def _readers(root: str, lake: Lake) -> list[Figure]:
     extension_seconds = best_of(2, through_extension)
     arrow_seconds = best_of(2, through_arrow)
     return [
-        Figure(
+        Comparison(
             name=f"duplicate-Active check, whole log (DuckDB {duckdb.__version__}, the Delta log's files)",
             value=delta_seconds,
             unit="s",
@@ -156,7 +156,7 @@ def _readers(root: str, lake: Lake) -> list[Figure]:
             baseline_value=plain_seconds,
             better="lower",
         ),
-        Figure(
+        Comparison(
             name=f"changes, exactly once: DuckDB {duckdb.__version__} over the log's file list",
             value=files_seconds,
             unit="s",
@@ -164,7 +164,7 @@ def _readers(root: str, lake: Lake) -> list[Figure]:
             baseline_value=extension_seconds,
             better="lower",
         ),
-        Figure(
+        Comparison(
             name=f"changes, exactly once: DuckDB {duckdb.__version__} over the log's file list",
             value=files_seconds,
             unit="s",
@@ -175,7 +175,7 @@ def _readers(root: str, lake: Lake) -> list[Figure]:
     ]
 
 
-def _hour(root: str, rows: pa.Table) -> list[Figure]:
+def _hour(root: str, rows: pa.Table) -> list[Comparison]:
     lake = open_lake(os.path.join(root, "hour"))
     table = ensure_layout(lake, default_allow_list())["changes"]
     shards = sorted(set(rows["shard_id"].to_pylist()))
@@ -210,7 +210,7 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
     files = len(active_files(open_table(lake, "changes")))
     per_shard = files / len(shards)
     return [
-        Figure(
+        Comparison(
             name="compaction: bytes rewritten per byte landed over a simulated hour",
             value=rewritten / max(landed, 1),
             unit="x",
@@ -220,7 +220,7 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
             target="<= 4",
             met=rewritten / max(landed, 1) <= 4,
         ),
-        Figure(
+        Comparison(
             name="files per partition-day and shard after the hour",
             value=per_shard,
             unit="files",
@@ -230,7 +230,7 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
             target="<= 100",
             met=per_shard <= 100,
         ),
-        Figure(
+        Comparison(
             name="compaction throughput (bytes rewritten per second)",
             value=rewritten / max(compaction_seconds, 1e-9) / 1e6,
             unit="MB/s",
@@ -240,7 +240,7 @@ def _hour(root: str, rows: pa.Table) -> list[Figure]:
     ]
 
 
-def _erasure(root: str, rows: pa.Table, user: str) -> list[Figure]:
+def _erasure(root: str, rows: pa.Table, user: str) -> list[Comparison]:
     lake = open_lake(os.path.join(root, "erasure"))
     table = ensure_layout(lake, default_allow_list())["changes"]
     day = datetime(2026, 1, 1, tzinfo=UTC).date()
@@ -260,7 +260,7 @@ def _erasure(root: str, rows: pa.Table, user: str) -> list[Figure]:
 
     rewrite_seconds = best_of(1, rewrite_all)
     return [
-        Figure(
+        Comparison(
             name=f"erasure of one user on a {rows.num_rows:,}-row table (delete, vacuum, log clean-up)",
             value=erase_seconds,
             unit="s",

@@ -48,7 +48,7 @@ from pydantic import SecretStr
 from adapters import HttpArrayClient
 from analytics import AnalyticsLakeEraser, LakeHandler, connect, open_lake
 from bench._moto import moto_client
-from bench._report import BenchThreads, Figure, print_figures
+from bench._report import BenchThreads, Comparison, print_figures
 from config import ArraySettings, ErasureSettings
 from devstack.fake_array import FakeArrayServer
 from devstack.moto_process import moto_process
@@ -199,7 +199,9 @@ def _traffic(dynamodb: Any, table: str, stop: threading.Event, written: list[int
 
 
 @dataclass
-class Answers:
+class ResponsesReader:
+    """The responses queue read on a thread: each request's first answer, with when it came."""
+
     sqs: Any
     url: str
     received: dict[str, tuple[float, datetime, Any]] = field(default_factory=dict)
@@ -315,7 +317,7 @@ class _Run:
     requests: list[EraseRequest] = field(default_factory=list)
     baseline: list[EraseRequest] = field(default_factory=list)
     published: dict[str, float] = field(default_factory=dict)
-    answers: Answers | None = None
+    answers: ResponsesReader | None = None
     written: list[int] = field(default_factory=lambda: [0])
     setup_seconds: float = 0.0
     erase_seconds: float = 0.0
@@ -361,7 +363,7 @@ def _measure(stack: _Stack, started: float, threads: BenchThreads) -> _Run:
         time.sleep(0.2)
     time.sleep(LANDING_FLUSH_SECONDS + 0.5)  # the seeded rows are written before any request
     run.setup_seconds = time.monotonic() - started
-    answers = run.answers = Answers(stack.sqs, stack.channel.responses_queue_url)
+    answers = run.answers = ResponsesReader(stack.sqs, stack.channel.responses_queue_url)
     answers_thread = threads.start("answers", answers.run)
     worker, stop_worker = _worker(stack), threading.Event()
     worker_thread = threads.start("erasure worker", worker.run, stop_worker, wait_seconds=1, pollers=POLLERS)
@@ -454,19 +456,19 @@ def _report(run: _Run, started: float) -> None:
     rate = (len(acks) - 1) / (acks[-1] - acks[0]) if len(acks) > 1 and acks[-1] > acks[0] else 0.0
     keeps_up = rate >= KEEP_UP_SHARE * PUBLISH_PER_SECOND and len(done_in_time) == REQUESTS
     figures = [
-        Figure("erasure keeps up: ACK DONE per second", rate, "requests/s", "published per second",
+        Comparison("erasure keeps up: ACK DONE per second", rate, "requests/s", "published per second",
                PUBLISH_PER_SECOND, target=f">= {KEEP_UP_SHARE:g} x published, all answered",
                met=keeps_up),
-        Figure("ERASE publish->ACK DONE p50", p50, "s", "expiry period R", expiry, better="lower",
+        Comparison("ERASE publish->ACK DONE p50", p50, "s", "expiry period R", expiry, better="lower",
                target="< R", met=p50 < expiry),
-        Figure("ERASE publish->ACK DONE p99", p99, "s", "expiry period R", expiry, better="lower",
+        Comparison("ERASE publish->ACK DONE p99", p99, "s", "expiry period R", expiry, better="lower",
                target="< R", met=p99 < expiry),
-        Figure("ERASE publish->ACK DONE max", worst, "s", "expiry period R", expiry, better="lower",
+        Comparison("ERASE publish->ACK DONE max", worst, "s", "expiry period R", expiry, better="lower",
                target="< R", met=worst < expiry),
-        Figure("ERASE publish->ACK DONE p50", p50 * 1000, "ms",
+        Comparison("ERASE publish->ACK DONE p50", p50 * 1000, "ms",
                "NOT_APPLICABLE publish->answer p50 (channel, no work, same run)",
                statistics.median(baseline), better="lower"),
-        Figure("answered ACK DONE before expiresAt", float(len(done_in_time)), "requests",
+        Comparison("answered ACK DONE before expiresAt", float(len(done_in_time)), "requests",
                "requests published", float(REQUESTS), target="all", met=len(done_in_time) == REQUESTS),
     ]  # fmt: skip
     print_figures(

@@ -18,7 +18,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from schema.erasure import (
     CAPABILITY_FIXTURES,
     erasure_contract_schema,
@@ -87,7 +87,7 @@ def main() -> None:
     print_figures(
         f"erasure contract: parse and validate one request ({len(bodies):,} messages, best of {REPEATS})",
         [
-            Figure(
+            Comparison(
                 "parse_erasure_request",
                 parse_us,
                 "us/msg",
@@ -96,7 +96,7 @@ def main() -> None:
                 "lower",
                 target="none: one of the parser's parts (the last figure has the target)",
             ),
-            Figure(
+            Comparison(
                 "parse_erasure_request",
                 parse_us,
                 "us/msg",
@@ -105,7 +105,7 @@ def main() -> None:
                 "lower",
                 target="none: one of the parser's parts (the last figure has the target)",
             ),
-            Figure(
+            Comparison(
                 "parse_erasure_request",
                 parse_us,
                 "us/msg",

@@ -80,7 +80,7 @@ from botocore.config import Config
 
 from bench._daemon import bench_daemon, bench_settings, process_cpu_seconds
 from bench._moto import REGION, moto_client, served_calls
-from bench._report import Figure, print_figures
+from bench._report import Comparison, print_figures
 from config import ConsumerSettings, Settings
 from devstack.kinesis_forwarder import Precision, create_kinesis_stream, kinesis_envelope, partition_key
 from devstack.moto_process import moto_process
@@ -553,7 +553,7 @@ def _report_drain(run: _DrainRun) -> bool:
         f"Kinesis drain through {run.workers} real daemon(s), 8 shards, shipped poll settings "
         f"(worker_metrics off)",
         [
-            Figure(
+            Comparison(
                 name=f"drain: a {run.records:,}-record backlog handed to the children once all were "
                 f"ready, {run.workers} worker(s)",
                 value=run.rate,
@@ -606,7 +606,7 @@ def _report_scale(runs: list[_DrainRun]) -> None:
     print_figures(
         f"Kinesis drain: more workers on one machine of {cores} cores (no target: the cores bound it)",
         [
-            Figure(
+            Comparison(
                 name=f"drain with {run.workers} workers",
                 value=run.rate,
                 unit="records/s",
@@ -796,7 +796,7 @@ def _report_failover(takeovers: list[_Takeover], consumer: ConsumerSettings, wri
             else f"leader lock {LEADER_LOCK_S:g} s + assignment {assignment:g} s + 5 s"
         )
         figures.append(
-            Figure(
+            Comparison(
                 name=f"kill {number}: the {takeover.kind} ({takeover.leases} leases) killed, to a survivor "
                 "holding each",
                 value=takeover.seconds,

@@ -32,7 +32,7 @@ from analytics.lake import LakeHandler, changes_schema, default_allow_list, open
 from analytics.lake._delta import active_files, open_table
 from analytics.lake._files import ensure_layout
 from analytics.lake.snapshots import snapshot
-from bench._report import Figure, best_of, print_figures
+from bench._report import Comparison, best_of, print_figures
 from bench._synthetic_lake import STREAM_ARN, append_updates, generate_lake
 from config import LakeSettings, arrow_environment
 from pipeline import (
@@ -137,7 +137,7 @@ def _events(count: int, pool: list[StreamEvent]) -> Iterator[StreamEvent]:
         )
 
 
-def _landing() -> list[Figure]:
+def _landing() -> list[Comparison]:
     pool = _pool()
     events = list(_events(LANDING_EVENTS, pool))
     with tempfile.TemporaryDirectory() as root:
@@ -170,7 +170,7 @@ def _landing() -> list[Figure]:
     assert landed.num_rows == LANDING_EVENTS, "a timed run landed another number of rows"
     handler_rate, bare_rate = LANDING_EVENTS / landing_seconds, landed.num_rows / bare_seconds
     return [
-        Figure(
+        Comparison(
             name="landing throughput (LakeHandler: typed events -> zstd Parquet)",
             value=handler_rate,
             unit="events/s",
@@ -221,12 +221,12 @@ def _memory_run(count: int) -> float:
     return float(json.loads(result.stdout.strip().splitlines()[-1])["peak_growth_mb"])
 
 
-def _memory() -> list[Figure]:
+def _memory() -> list[Comparison]:
     short = _memory_run(SHORT_RUN)
     long = _memory_run(LONG_RUN)
     ratio = long / short if short else float("inf")
     return [
-        Figure(
+        Comparison(
             name=f"landing peak RSS growth, long run ({LONG_RUN:,} events, flush_rows 50,000)",
             value=long,
             unit="MB",
@@ -239,7 +239,7 @@ def _memory() -> list[Figure]:
     ]
 
 
-def _snapshots() -> list[Figure]:
+def _snapshots() -> list[Comparison]:
     with tempfile.TemporaryDirectory() as root:
         lake = open_lake(os.path.join(root, "lake"))
         started = time.perf_counter()
@@ -263,7 +263,7 @@ def _snapshots() -> list[Figure]:
     )
     ratio = incremental / full
     return [
-        Figure(
+        Comparison(
             name=f"incremental snapshot (1% new: {new_rows:,} changes on {SNAPSHOT_ROWS:,} rows)",
             value=incremental,
             unit="s",

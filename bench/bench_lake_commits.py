@@ -46,7 +46,7 @@ from analytics.lake._delta import active_files, append, open_table
 from analytics.lake._files import TABLES, ensure_layout
 from analytics.lake._rows import PendingFile
 from bench._moto import REGION, moto_server
-from bench._report import Figure, print_figures
+from bench._report import Comparison, print_figures
 from config import ConsumerSettings, LakeSettings
 
 WRITERS = 8
@@ -180,7 +180,7 @@ def _commit_rate(endpoint: str, writers: int, seconds: float) -> tuple[float, in
     return commits / seconds, rows, in_table
 
 
-def _log_serves() -> list[Figure]:
+def _log_serves() -> list[Comparison]:
     interval = ConsumerSettings().commit_interval_seconds
     with moto_server() as endpoint:
         alone, alone_rows, alone_table = _commit_rate(endpoint, 1, WRITE_SECONDS)
@@ -191,14 +191,14 @@ def _log_serves() -> list[Figure]:
         raise SystemExit(1)
     served = together * interval
     return [
-        Figure(
+        Comparison(
             name=f"{WRITERS} writer processes, one moto-S3 table, {ROWS_PER_COMMIT}-row commits",
             value=together,
             unit="commits/s",
             baseline_name="one writer process alone",
             baseline_value=alone,
         ),
-        Figure(
+        Comparison(
             name=f"shards that rate serves at the shipped {interval:g} s commit interval (a commit a shard)",
             value=served,
             unit="shards",
@@ -282,7 +282,7 @@ def _children(job: tuple[str, int, float, float, float], out: Any) -> None:
     out.put(("children", worker, (rows[0], answers, firsts), "; ".join(failures) or None))
 
 
-def _workers_serve() -> list[Figure]:
+def _workers_serve() -> list[Comparison]:
     interval = ConsumerSettings().commit_interval_seconds
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
@@ -347,7 +347,7 @@ def _workers_serve() -> list[Figure]:
         f"its rows looked up) p50 {statistics.median(firsts):.2f} s, max {max(firsts):.2f} s"
     )
     return [
-        Figure(
+        Comparison(
             name=f"{WORKERS} worker writers x {CHILDREN_PER_WORKER} children, one moto-S3 table: commits",
             value=commits / seconds,
             unit="commits/s",
@@ -355,7 +355,7 @@ def _workers_serve() -> list[Figure]:
             baseline_value=WORKERS / interval,
             better="lower",
         ),
-        Figure(
+        Comparison(
             name=f"{shards} shards' flushes after each one's first, answered (p99) before the next is due",
             value=p99,
             unit="s",
@@ -374,7 +374,7 @@ def _timed_append(lake: Lake, table: DeltaTable, data: pa.Table) -> float:
     return time.perf_counter() - started
 
 
-def _flat_commits(lake: Lake, fresh_lake: Lake, where: str) -> list[Figure]:
+def _flat_commits(lake: Lake, fresh_lake: Lake, where: str) -> list[Comparison]:
     """About 1,000 commits from 8 shards taking turns on `lake`, the maintenance runner looking after
     every round of turns (a simulated 5 s), its lease on a simulated clock, at the shipped cadence.
     The measured commits are the 10 just before the first compaction due after commit 1,000: the
@@ -436,7 +436,7 @@ def _flat_commits(lake: Lake, fresh_lake: Lake, where: str) -> list[Figure]:
     files = len(active_files(open_table(lake, "changes")))
     per_shard = files / TURN_SHARDS
     return [
-        Figure(
+        Comparison(
             name=(
                 f"{where}: commit time, commits {window.start}..{window.stop - 1} (median, just "
                 "before a compaction), shipped maintenance cadence"
@@ -449,7 +449,7 @@ def _flat_commits(lake: Lake, fresh_lake: Lake, where: str) -> list[Figure]:
             target="within 1.5x",
             met=late <= 1.5 * early,
         ),
-        Figure(
+        Comparison(
             name=f"{where}: files per shard in the day's partition after {number:,} commits, maintained",
             value=per_shard,
             unit="files",

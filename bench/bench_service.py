@@ -88,7 +88,7 @@ from botocore.config import Config
 from pydantic import SecretStr
 
 from bench._moto import moto_client
-from bench._report import BenchThreads, Figure, print_figures
+from bench._report import BenchThreads, Comparison, print_figures
 from config import (
     ArraySettings,
     AwsSettings,
@@ -375,7 +375,7 @@ class _ServeProcess:
             self._process.wait(timeout=10)
 
 
-def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
+def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Comparison]:
     config = Config(retries={"mode": "standard", "max_attempts": 2}, max_pool_connections=32)
     dynamodb = moto_client(endpoint, "dynamodb", config)
     table = create_table(dynamodb, f"service-bench-{uuid.uuid4().hex[:6]}").table_name
@@ -384,7 +384,7 @@ def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
     )
     limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
     service = _ServeProcess(settings)
-    figures: list[Figure] = []
+    figures: list[Comparison] = []
     try:
         with httpx.Client(limits=limits, timeout=30) as http:
             loops = {
@@ -423,7 +423,7 @@ def _routes(endpoint: str, root: Path, fakes: _FakesProcess) -> list[Figure]:
                 # beyond the new writes' loop (CONCURRENCY requests in flight at once).
                 added_ms = (1 / served.rate - 1 / new.rate) * CONCURRENCY * 1000
                 figures.append(
-                    Figure(
+                    Comparison(
                         name=f"{route}: service {served.rate:,.0f} req/s (p50 {served.ms(0.5):.1f} ms, "
                         f"p99 {served.ms(0.99):.1f} ms); new-writes loop p50 {new.ms(0.5):.1f} ms; "
                         f"old-writes loop {old.rate:,.0f} req/s (p50 {old.ms(0.5):.1f} ms), service "
@@ -494,7 +494,7 @@ def _relink_round(endpoint: str, root: Path, fakes: _FakesProcess, concurrency: 
             parts.close()
 
 
-def _relinks(endpoint: str, root: Path, fakes: _FakesProcess) -> Figure:
+def _relinks(endpoint: str, root: Path, fakes: _FakesProcess) -> Comparison:
     """Each concurrency's best of RELINK_ROUNDS rounds, the rounds alternating (1, 16, 1, 16): a burst
     of load from the rest of the machine then costs one round, not one side of the ratio."""
     rates: dict[int, float] = dict.fromkeys(RELINK_JOBS, 0.0)
@@ -502,7 +502,7 @@ def _relinks(endpoint: str, root: Path, fakes: _FakesProcess) -> Figure:
         for concurrency in sorted(RELINK_JOBS):
             rate = _relink_round(endpoint, root, fakes, concurrency, RELINK_JOBS[concurrency])
             rates[concurrency] = max(rates[concurrency], rate)
-    return Figure(
+    return Comparison(
         name=f"relinks at concurrency {RELINK_CONCURRENCY} ({RELINK_JOBS[RELINK_CONCURRENCY]} jobs, "
         f"best of {RELINK_ROUNDS})",
         value=rates[RELINK_CONCURRENCY],

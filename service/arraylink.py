@@ -67,7 +67,7 @@ class ArrayLink:
     def link(self, user_id: str) -> LinkWritten:
         """Link the user's primary account to their Array account. Raises `UnknownUserError`,
         `ErrEntitlementNotActive` (no Active row, or SaveIfActive refused), `WrongStateError` (no primary
-        account), `DownstreamRefusedError`, `ServiceUnavailableError`."""
+        account), `DownstreamRefusal`, `ServiceUnavailableError`."""
         image = self._table.active_row(user_id)
         account = attribute(image, "arrayAccountId")
         if not account:

@@ -8,15 +8,18 @@ words only (never a user id, an account id, a token or a body), so it may be log
                                      ├─ WrongStateError             409 <the state rule>
                                      │   └─ ConcurrentRequestError  409 concurrent_request
                                      ├─ IdempotencyKeyReusedError   422 idempotency_key_reused
-                                     └─ DownstreamRefusedError      502 <service>_<status>
+                                     └─ DownstreamRefusal           502 <service>_<status>
     RetryableError ── ServiceUnavailableError                       503 <what> (safe to retry)
+
+`DownstreamRefusal` is also the HTTP edge's `adapters.DownstreamRefusedError` (one class for a refused
+downstream call): `service.clients` raises it in that one's place, so the routes answer it as a refusal.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "ConcurrentRequestError",
-    "DownstreamRefusedError",
+    "DownstreamRefusal",
     "EntitlementNotActiveError",
     "ErrEntitlementNotActive",
     "IdempotencyKeyReusedError",
@@ -26,6 +29,7 @@ __all__ = [
     "WrongStateError",
 ]
 
+from adapters import DownstreamRefusedError
 from schema.errors import RetryableError, TerminalError
 
 
@@ -88,8 +92,9 @@ class IdempotencyKeyReusedError(ServiceRefusal):
     code = "idempotency_key_reused"
 
 
-class DownstreamRefusedError(ServiceRefusal):
-    """Array or transactions-service refused the call (a 4xx other than throttling): not retried."""
+class DownstreamRefusal(DownstreamRefusedError, ServiceRefusal):
+    """Array or transactions-service refused the call (a 4xx other than throttling): not retried. The
+    edge's class first, so its `__init__` (message, code) runs and hands the message on to the refusal's."""
 
     status = 502
     code = "downstream_refused"

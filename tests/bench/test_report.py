@@ -7,7 +7,7 @@ import threading
 import psutil
 import pytest
 
-from bench._report import BenchThreads, Figure, burners, print_figures
+from bench._report import BenchThreads, Comparison, burners, print_figures
 
 
 def _fail() -> None:
@@ -57,5 +57,5 @@ def test_burners_run_busy_processes_for_the_block_and_end_with_it() -> None:
 
 
 def test_a_figure_without_a_target_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    print_figures("t", [Figure("x", 2.0, "s", "y", 1.0)])
+    print_figures("t", [Comparison("x", 2.0, "s", "y", 1.0)])
     assert "(no target)" in capsys.readouterr().out

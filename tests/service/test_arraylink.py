@@ -17,7 +17,7 @@ from schema.errors import TerminalError
 from schema.outcomes import OutcomeKind
 from service.arraylink import ArrayLink, ErrEntitlementNotActive, link_and_record
 from service.dynamo import LowLevelItem
-from service.errors import DownstreamRefusedError, ServiceUnavailableError
+from service.errors import DownstreamRefusal, ServiceUnavailableError
 from tests.service.conftest import CANARY, World, build_world
 
 
@@ -126,7 +126,7 @@ def test_the_processor_token_is_in_no_log_error_outcome_or_lake_file(
     world.parts.recorder.flush()
 
     assert kinds == [OutcomeKind.LINK_LINKED, OutcomeKind.LINK_FAILED, OutcomeKind.LINK_NOT_ACTIVE]
-    assert isinstance(errors[0], DownstreamRefusedError)
+    assert isinstance(errors[0], DownstreamRefusal)
     assert world.fake.tokens_received  # the token did reach Array
     assert CANARY not in caplog.text
     for error in errors:
