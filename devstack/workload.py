@@ -45,7 +45,7 @@ class Answered:
 
 class EntitlementOperations(Protocol):
     """The entitlements service as the simulator drives it: its write paths and arraylink, in this
-    process. The composition root hands it over (`entitlements.compose.simulated_service`), so that
+    process. The entry points hand it over (`entitlements._workload.in_process_service`), so that
     devstack imports no `service`."""
 
     def signup(self, user_id: str) -> Answered: ...
