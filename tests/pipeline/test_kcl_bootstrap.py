@@ -9,12 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pytest
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
-from analytics.lake import CHANGES, Lake, lake_from_settings
+from analytics.lake import lake_from_settings
+from config import Settings
 from entitlements.compose import setup_retry_queues
 from schema.table import EntitlementStatus, cancellation_key
 from schema.table_writes import cancellation_record, entitlement_row
@@ -30,6 +28,7 @@ from tests.analytics.lake.test_bootstrap import (
     write_history,
 )
 from tests.support.kcl import RunningConsumer, consumer_settings, stream_contents
+from tests.support.lake import query_lake
 from tests.support.polling import wait_for
 
 __all__ = ["small_files", "stack"]  # fixtures shared with the bootstrap's library tests
@@ -74,15 +73,10 @@ class Racer:
         self._thread.join()
 
 
-def _landed_sequences(lake: Lake, stream_arn: str) -> set[str]:
-    try:
-        table = DeltaTable(lake.table_uri(CHANGES)).to_pyarrow_table(
-            columns=["stream_arn", "sequence_number"]
-        )
-    except TableNotFoundError:
-        return set()
-    rows = table.filter(pc.equal(table["stream_arn"], stream_arn))
-    return {str(n) for n in rows["sequence_number"].to_pylist()}
+def _landed_sequences(settings: Settings, stream_arn: str) -> set[str]:
+    # raw_changes: every landed row, duplicates kept, as the daemon wrote them (none until its first commit).
+    rows = query_lake(settings, "SELECT sequence_number FROM raw_changes WHERE stream_arn = ?", [stream_arn])
+    return {str(number) for (number,) in rows}
 
 
 def test_a_bootstrapped_table_consumed_by_the_daemon_equals_the_tables_scan(
@@ -113,7 +107,7 @@ def test_a_bootstrapped_table_consumed_by_the_daemon_equals_the_tables_scan(
         assert during.writes > 0
 
         streamed = {r["dynamodb"]["SequenceNumber"] for r in stream_contents(moto_endpoint, stack.stream_arn)}
-        wait_for(lambda: _landed_sequences(lake, stack.stream_arn) >= streamed, timeout=240)
+        wait_for(lambda: _landed_sequences(settings, stack.stream_arn) >= streamed, timeout=240)
     finally:
         consumer.stop_all()
 
