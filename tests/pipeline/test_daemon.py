@@ -184,22 +184,18 @@ def test_off_the_local_stack_the_launcher_is_told_so(tmp_path: Path) -> None:
     assert spec.environment["KCL_LOCAL_STACK"] == "false"
 
 
-def test_the_children_and_the_writer_land_on_the_arrow_pool_the_settings_name(tmp_path: Path) -> None:
-    settings = load_settings(consumer={"state_dir": tmp_path}, lake={"arrow_memory_pool": "system"})
+@pytest.mark.parametrize(
+    ("setting", "variable"),
+    [(None, "jemalloc"), ("system", "system"), ("default", None)],
+    ids=["jemalloc-unless-told", "the-pool-named", "default-leaves-pyarrow-its-choice"],
+)
+def test_the_children_and_the_writer_land_on_the_arrow_pool_the_settings_name(
+    tmp_path: Path, setting: str | None, variable: str | None
+) -> None:
+    lake = {} if setting is None else {"arrow_memory_pool": setting}
+    settings = load_settings(consumer={"state_dir": tmp_path}, lake=lake)
     spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
-    assert spec.environment["ARROW_DEFAULT_MEMORY_POOL"] == "system"
-
-
-def test_by_default_the_children_land_on_jemalloc(tmp_path: Path) -> None:
-    settings = load_settings(consumer={"state_dir": tmp_path})
-    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
-    assert spec.environment["ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc"
-
-
-def test_the_default_pool_setting_leaves_pyarrow_its_own_choice(tmp_path: Path) -> None:
-    settings = load_settings(consumer={"state_dir": tmp_path}, lake={"arrow_memory_pool": "default"})
-    spec = DaemonSpec.from_settings(settings, stream_arn=STREAM, worker_id="w1", work_dir=tmp_path / "d")
-    assert "ARROW_DEFAULT_MEMORY_POOL" not in spec.environment
+    assert spec.environment.get("ARROW_DEFAULT_MEMORY_POOL") == variable
 
 
 def _fake_java(tmp_path: Path) -> Path:
