@@ -127,7 +127,11 @@ class KinesisForwarder:
         self._table_name = table_name
         self._precision = precision
         self._faults = faults
-        self._random = random.Random(faults.seed)  # noqa: S311 (fault injection, not security)
+        # One generator a fault: the reorder draws depend on how the changes fell into batches (timing),
+        # so on a shared generator they moved every later duplicate; apart, the duplicates of a seed
+        # are the same changes in every run (the n-th change forwarded is or is not doubled).
+        self._duplicates = random.Random(f"{faults.seed}-duplicates")  # noqa: S311 (fault injection)
+        self._reorders = random.Random(f"{faults.seed}-reorders")  # noqa: S311 (fault injection)
         self._interval = interval_seconds
         self._iterators: dict[str, str | None] = {}
         self._lock = threading.Lock()
@@ -162,7 +166,7 @@ class KinesisForwarder:
         late: list[tuple[int, dict[str, Any]]] = []  # (position to go out at, copy)
         for entry in entries:
             out.append(entry)
-            if self._faults.duplicate_rate and self._random.random() < self._faults.duplicate_rate:
+            if self._faults.duplicate_rate and self._duplicates.random() < self._faults.duplicate_rate:
                 late.append((len(out) + _DUPLICATE_LAG, entry))
                 self.duplicated += 1
             while late and late[0][0] <= len(out):
@@ -171,7 +175,7 @@ class KinesisForwarder:
         if self._faults.reorder_rate:
             swapped: set[int] = set()
             for index, entry in enumerate(out):
-                if index in swapped or self._random.random() >= self._faults.reorder_rate:
+                if index in swapped or self._reorders.random() >= self._faults.reorder_rate:
                     continue
                 later = next(
                     (
