@@ -85,10 +85,11 @@ _HEADER = re.compile(rf"\A--\s?((?:(?:now|ever)\.)?(?:{_KEYS})|now|ever):\s*(.*?
 _SHARED_ONLY = ("audit", "scope")
 _SCOPE_NAMES = frozenset(("now", "ever"))  # never a scope's own: they say which checks the file holds
 # How a file of both scopes ends: the CTE the bound scope names, from these two only (an unknown scope
-# is an error, never a relation looked up by its text).
+# is an error, never a relation looked up by its text). Unset, it is `now`: the file runs as its now
+# check in any session over the lake's views, as a single-scope file does.
 SCOPE_SELECTOR = """SELECT *
 FROM query_table(
-    CASE getvariable('audit_scope')
+    CASE coalesce(getvariable('audit_scope'), 'now')
         WHEN 'now' THEN 'now_findings'
         WHEN 'ever' THEN 'ever_findings'
         ELSE error('audit_scope is now or ever')

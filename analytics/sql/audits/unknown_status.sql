@@ -35,7 +35,7 @@ ever_findings AS (
 )
 SELECT *
 FROM query_table(
-    CASE getvariable('audit_scope')
+    CASE coalesce(getvariable('audit_scope'), 'now')
         WHEN 'now' THEN 'now_findings'
         WHEN 'ever' THEN 'ever_findings'
         ELSE error('audit_scope is now or ever')

@@ -113,6 +113,12 @@ def test_a_file_of_both_scopes_runs_the_cte_of_the_scope_bound(tmp_path: Path) -
         con.sql(now.sql)
 
 
+def test_a_file_of_both_scopes_runs_as_its_now_check_where_no_scope_is_bound(tmp_path: Path) -> None:
+    (tmp_path / "twin.sql").write_text(BOTH + SCOPE_SELECTOR + "\n")
+    now, _ = load_checks(tmp_path)
+    assert duckdb.connect().sql(now.sql).columns == ["a", "changed_at"]
+
+
 def test_a_file_of_both_scopes_that_does_not_end_with_the_scope_selector_is_refused(tmp_path: Path) -> None:
     (tmp_path / "twin.sql").write_text(BOTH + "SELECT * FROM now_findings\n")
     with pytest.raises(CheckDefinitionError, match="scope selector"):
