@@ -20,9 +20,9 @@ gives up on one still running at its own batch's deadline exactly as below.
 - The flush waits for the attempts until `budget - 3/4 reserve`, whatever a DynamoDB call is doing (a
   hung call is left to its botocore read timeout on its lane; that item's later expiries wait for it,
   the other items do not): an attempt not back by then is parked, unless its delete was already
-  answered (then it is finished; a mark that did not answer is recorded as `cleanup.mark_failed`,
-  detail `deadline`, and the work is parked carrying its final note, so that the retry worker marks the
-  rows without calling Array).
+  answered (then it is finished; a mark that did not answer is parked, detail `mark:deadline`, carrying
+  its final note, so that the retry worker marks the rows without calling Array and records the mark's
+  own answer: a slow mark is not a failed one).
 - Whatever cannot finish (transient Array failures, an expired credential, an unreadable GSI1, the
   deadline) is parked in the durable retry queue, ten to a call, a few calls at a time, by `budget`.
 - A send to the retry queue that timed out (no answer by `budget`, or botocore's read timeout or lost
@@ -428,11 +428,11 @@ class CleanupHandler:
         final = final_note_of(outcomes)
         if final is not None:
             if stage == "mark":  # deleted; the best-effort mark did not answer in time
-                self._sink.add_outcome(
-                    make_outcome(self._clock, work, OutcomeKind.CLEANUP_MARK_FAILED, "deadline")
-                )
-                # Parked for its mark alone: the retry records the same final outcome and marks the
-                # rows, calling Array for nothing (the final note travels with the work).
+                # Not a failed mark (the call may yet land): parked for its mark alone, the retry
+                # records the same final outcome and marks the rows, calling Array for nothing (the
+                # final note travels with the work). Its mark's own answer, `row_marked` or
+                # `mark_failed` with the code, is what the audits count; `cleanup.parked`
+                # (`mark:deadline`) records the wait.
                 carried = work.model_copy(
                     update={"final_state": final.state.value, "final_detail": final.detail}
                 )
