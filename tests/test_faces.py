@@ -53,11 +53,9 @@ ROOT_AND_BENCHES = ("entitlements/compose.py", "bench")
 MODULE_FACES = frozenset({"analytics.lake", "schema"})
 
 # Private lake modules a caller outside analytics/lake/ still imports (but the BENCH_POKES), with the
-# reason; tests/ may import any (the lake's tests specify them).
-LAKE_PRIVATE_CALLERS = {
-    "analytics/audits/_failures.py": "the stored audit failures are a lake table written from the audits "
-    "(its Delta append, layout, mask and schema): issue 25 moves that writer into the lake",
-}
+# reason; tests/ may import any (the lake's tests specify them). None since the audit-failures table moved
+# into the lake (analytics.lake.audit_failures, issue 25): the audits take it from that public module.
+LAKE_PRIVATE_CALLERS: dict[str, str] = {}
 
 # What a bench may still take from an inner module, or a public module's name that module does not export:
 # module -> (names, "" for the module itself; why).

@@ -1,12 +1,13 @@
 """analytics/audits/_failures.py: the failing checks' rows kept in the lake, the erasure's reach into
-them (mask, purge, holdings), and the view `audit_failures` over them
-(analytics/sql/70_audit_failures.sql)."""
+them (purge, holdings), and the view `audit_failures` over them (analytics/sql/70_audit_failures.sql).
+The table itself (made on first use, read back without masked users) is the lake's:
+tests/analytics/lake/test_audit_failures.py."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,10 @@ from typer.testing import CliRunner
 
 from analytics.audits import AuditReport, read_failures, run_audits
 from analytics.audits._config import Thresholds, load_config
-from analytics.audits._failures import FAILURES_SCHEMA, FailingRows, store_failures
+from analytics.audits._failures import FAILURES_SCHEMA
 from analytics.lake import Lake
-from analytics.lake._delta import open_table
-from analytics.lake._meanings import column_meaning, table_meanings
 from analytics.lake.eraser import AnalyticsLakeEraser
-from analytics.lake.purge import AUDIT_FAILURES, PURGED_DATASETS
+from analytics.lake.purge import AUDIT_FAILURES
 from analytics.lake.views import connect, run_read_only
 from entitlements.cli import app as cli
 from schema.table import cancellation_key
@@ -73,19 +72,6 @@ def test_the_report_says_where_the_rows_were_stored(stored: AuditReport) -> None
     )
 
 
-def test_the_table_a_first_store_creates_carries_its_name_description_and_column_comments(lake: Lake) -> None:
-    finding = FailingRows("duplicate_active_rows", "now", "error", [{"user_id": "mallory"}])
-    store_failures(lake, [finding], audit_id="a1", audited_at=datetime.now(UTC), as_of=None)
-
-    table = open_table(lake, AUDIT_FAILURES)
-    assert table is not None
-    meaning = table_meanings()[AUDIT_FAILURES]
-    assert (table.metadata().name, table.metadata().description) == (meaning.name, meaning.description)
-    comments = {field.name: field.metadata.get("comment") for field in table.schema().fields}
-    assert comments == {name: column_meaning(meaning.name, name) for name in FAILURES_SCHEMA.names}
-    assert all(comments.values())
-
-
 def test_a_stored_row_holds_the_finding_as_the_json_report_gives_it(stored: AuditReport, lake: Lake) -> None:
     rows = read_failures(lake).to_pylist()
     duplicate = [json.loads(r["row"]) for r in rows if r["check_name"] == "duplicate_active_rows"]
@@ -119,16 +105,6 @@ def test_rows_of_checks_that_pass_under_their_thresholds_are_not_stored(story: S
     assert read_failures(lake).num_rows == 0
 
 
-def test_the_stored_failures_are_a_dataset_the_erasure_purges() -> None:
-    assert AUDIT_FAILURES in PURGED_DATASETS
-
-
-def test_reading_them_hides_the_users_an_erasure_masks(stored: AuditReport, lake: Lake) -> None:
-    AnalyticsLakeEraser(lake).mask(["mallory", "alice"])
-    users = {u for r in read_failures(lake).to_pylist() for u in (r["user_id"], r["other_user_id"]) if u}
-    assert "mallory" not in users and "alice" not in users
-
-
 def test_the_erasure_purge_deletes_the_stored_rows_of_the_user_and_the_holdings_check_sees_it(
     stored: AuditReport, lake: Lake
 ) -> None:
@@ -156,7 +132,10 @@ def _view_rows(
 ) -> list[dict[str, Any]]:
     con = connect(lake, views=["audit_failures"], mask=mask, as_of=as_of)
     try:
-        return run_read_only(con, "SELECT * FROM audit_failures ORDER BY check_name, row_number").to_pylist()
+        rows: list[dict[str, Any]] = run_read_only(
+            con, "SELECT * FROM audit_failures ORDER BY check_name, row_number"
+        ).to_pylist()
+        return rows
     finally:
         con.close()
 
