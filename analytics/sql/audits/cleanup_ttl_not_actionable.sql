@@ -15,76 +15,37 @@
 -- ever.time: first_written_at
 -- ever: As cleanup_ttl_not_actionable, over every ttl any cleanup record was ever written with: one row per
 -- ever: record and ttl value, with the stream time it was first written.
-WITH now_findings AS (
-    WITH judged AS (
-        SELECT
-            *,
-            CASE cleanup_kind
-                WHEN 'cancellation' THEN getvariable('audit_cleanup_ttl_days')
-                ELSE getvariable('audit_stale_ttl_days')
-            END AS policy_days,
-            CAST(epoch(coalesce(try_cast(item_created_at AS TIMESTAMPTZ), changed_at)) AS BIGINT)
-                + 86400 * policy_days AS expected_ttl
-        FROM cleanup_records
-    )
+WITH written AS (
+    -- The rows each scope judges, told apart by scope: now, every record as it stands (dated by its latest
+    -- change); ever, every ttl a record was ever written with (dated by when it was first written). Each
+    -- findings CTE keeps one scope's rows, and DuckDB then prunes the other branch before reading it.
     SELECT
-        user_id,
-        cleanup_kind,
-        array_account_id,
-        ttl_raw,
-        ttl_type,
-        item_created_at,
-        policy_days,
-        expected_ttl,
-        CASE
-            WHEN ttl_raw IS NULL AND ttl_type IS NULL THEN 'missing'
-            WHEN ttl_type = 'S' THEN 'string'
-            WHEN ttl_type IS DISTINCT FROM 'N' THEN 'not a number'
-            WHEN ttl IS NULL THEN 'not an integer'
-            WHEN ttl > 99999999999 THEN 'milliseconds'
-            ELSE 'off policy'
-        END AS reason,
-        pk,
-        sk,
-        changed_at,
-        event_id
-    FROM judged
-    WHERE ttl_type IS DISTINCT FROM 'N'
-        OR ttl IS NULL
-        OR ttl > 99999999999
-        OR abs(ttl - expected_ttl) > getvariable('audit_ttl_tolerance_seconds')
-    ORDER BY user_id, sk
+        'now' AS scope, user_id, cleanup_kind, array_account_id, pk, sk, ttl, ttl_raw, ttl_type, item_created_at,
+        changed_at AS written_at, event_id
+    FROM cleanup_records
+    UNION ALL
+    SELECT
+        'ever' AS scope, user_id, cleanup_kind, array_account_id, pk, sk, ttl, ttl_raw, ttl_type, item_created_at,
+        min(valid_from) AS written_at, arg_min(event_id, valid_from) AS event_id
+    FROM cleanup_record_history
+    WHERE NOT deleted
+    GROUP BY ALL
 ),
-ever_findings AS (
-    WITH written AS (
-        SELECT
-            user_id,
-            cleanup_kind,
-            array_account_id,
-            pk,
-            sk,
-            ttl,
-            ttl_raw,
-            ttl_type,
-            item_created_at,
-            min(valid_from) AS first_written_at,
-            arg_min(event_id, valid_from) AS event_id
-        FROM cleanup_record_history
-        WHERE NOT deleted
-        GROUP BY ALL
-    ),
-    judged AS (
+judged AS (
+    WITH measured AS (
         SELECT
             *,
             CASE cleanup_kind
                 WHEN 'cancellation' THEN getvariable('audit_cleanup_ttl_days')
                 ELSE getvariable('audit_stale_ttl_days')
             END AS policy_days,
-            CAST(epoch(coalesce(try_cast(item_created_at AS TIMESTAMPTZ), first_written_at)) AS BIGINT)
+            CAST(epoch(coalesce(try_cast(item_created_at AS TIMESTAMPTZ), written_at)) AS BIGINT)
                 + 86400 * policy_days AS expected_ttl
         FROM written
     )
+    -- In the findings' column order: each scope renames written_at and drops scope.
     SELECT
+        scope,
         user_id,
         cleanup_kind,
         array_account_id,
@@ -103,13 +64,24 @@ ever_findings AS (
         END AS reason,
         pk,
         sk,
-        first_written_at,
+        written_at,
         event_id
-    FROM judged
+    FROM measured
     WHERE ttl_type IS DISTINCT FROM 'N'
         OR ttl IS NULL
         OR ttl > 99999999999
         OR abs(ttl - expected_ttl) > getvariable('audit_ttl_tolerance_seconds')
+),
+now_findings AS (
+    SELECT * EXCLUDE (scope) RENAME (written_at AS changed_at)
+    FROM judged
+    WHERE scope = 'now'
+    ORDER BY user_id, sk
+),
+ever_findings AS (
+    SELECT * EXCLUDE (scope) RENAME (written_at AS first_written_at)
+    FROM judged
+    WHERE scope = 'ever'
     ORDER BY user_id, sk, first_written_at
 )
 SELECT *

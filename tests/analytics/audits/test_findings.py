@@ -289,6 +289,27 @@ def test_a_ttl_fixed_later_is_found_ever_but_not_now(story: Story, audit: Audit)
     assert found(report) == {"cleanup_ttl_not_actionable_ever": 1}
 
 
+def test_a_ttl_rewritten_wrong_again_is_its_last_value_now_and_each_value_ever(
+    story: Story, audit: Audit
+) -> None:
+    good = epoch(story.now) + 63 * DAY
+    first = story.now
+    story.cancel("frank", ttl=str(good))
+    story.tick(minutes=10)
+    story.put(story.items[("USER#frank", "CLEANUP#CANCELLATION")])  # the same string written again
+    second = story.tick(minutes=20)
+    story.put({**story.items[("USER#frank", "CLEANUP#CANCELLATION")], "ttl": good * 1000})
+    report = audit(story)
+    # Now dates the record's state by its latest change; ever dates each ttl by when it was first written.
+    assert keys(report, "cleanup_ttl_not_actionable", "reason", "changed_at") == {
+        ("milliseconds", second.isoformat())
+    }
+    assert keys(report, "cleanup_ttl_not_actionable_ever", "reason", "first_written_at") == {
+        ("string", first.isoformat()),
+        ("milliseconds", second.isoformat()),
+    }
+
+
 # -- expired cleanups, their outcomes and their rows ------------------------------------------------
 
 
