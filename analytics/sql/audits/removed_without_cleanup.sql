@@ -14,21 +14,18 @@
 -- ever: Every change that turned an entitlement row Removed when its Array account has neither a cleanup
 -- ever: record removed by TTL nor a cleanup outcome saying the account was deleted, even if the row changed
 -- ever: again later.
-WITH now_findings AS (
+WITH cleaned_up AS (
+    -- The Array accounts with a cleanup behind them, for both scopes: a cleanup record DynamoDB's TTL
+    -- removed, or a cleanup outcome saying the account was deleted.
+    SELECT array_account_id FROM cleanup_record_history WHERE deleted AND ttl_deletion
+    UNION ALL
+    SELECT array_account_id FROM outcomes WHERE list_contains(getvariable('audit_deleted_outcomes'), kind)
+),
+now_findings AS (
     SELECT e.user_id, e.array_account_id, e.status, e.pk, e.sk, e.item_updated_at, e.changed_at, e.event_id
     FROM entitlements AS e
     WHERE e.status = 'Removed'
-        AND NOT EXISTS (
-            SELECT 1
-            FROM cleanup_record_history AS h
-            WHERE h.array_account_id = e.array_account_id AND h.deleted AND h.ttl_deletion
-        )
-        AND NOT EXISTS (
-            SELECT 1
-            FROM outcomes AS o
-            WHERE o.array_account_id = e.array_account_id
-                AND list_contains(getvariable('audit_deleted_outcomes'), o.kind)
-        )
+        AND NOT EXISTS (SELECT 1 FROM cleaned_up AS c WHERE c.array_account_id = e.array_account_id)
     ORDER BY e.user_id, e.sk
 ),
 ever_findings AS (
@@ -52,17 +49,7 @@ ever_findings AS (
     WHERE v.status = 'Removed'
         AND NOT v.deleted
         AND v.previous_status IS DISTINCT FROM 'Removed'
-        AND NOT EXISTS (
-            SELECT 1
-            FROM cleanup_record_history AS h
-            WHERE h.array_account_id = v.array_account_id AND h.deleted AND h.ttl_deletion
-        )
-        AND NOT EXISTS (
-            SELECT 1
-            FROM outcomes AS o
-            WHERE o.array_account_id = v.array_account_id
-                AND list_contains(getvariable('audit_deleted_outcomes'), o.kind)
-        )
+        AND NOT EXISTS (SELECT 1 FROM cleaned_up AS c WHERE c.array_account_id = v.array_account_id)
     ORDER BY removed_at, v.pk, v.sk
 )
 SELECT *
