@@ -67,6 +67,11 @@ CONSUMER = {
 }
 # Time for the JVMs' start on a loaded 2-core machine, and for KCL's balancing to settle.
 STARTUP_SECONDS = 240.0
+# A newcomer's share comes in swings: KCL balances throughput, and a lease just moved reads ~0 on its
+# new owner, so the leader keeps handing that worker more (one run: the newcomer held 5 of the 8, then
+# gave 3 back). The share was reached 103 s and 160 s after the newcomer's start beside 2 CPU burners,
+# and not within 240 s in one loaded CI run: a liveness bound, not a speed figure.
+SHARE_SECONDS = 2 * STARTUP_SECONDS
 WRITE_INTERVAL_SECONDS = 0.05
 
 
@@ -136,6 +141,9 @@ class Fleet:
         fair = bool(counts) and min(counts.values()) >= 1 and max(counts.values()) <= most_leases(counts)
         return counts if every_shard and fair else None
 
+    def wait_spread(self) -> dict[str, int]:
+        return wait_for(self.spread, timeout=STARTUP_SECONDS, describe=lambda: f"leases held {self.held()}")
+
     def leader(self) -> str:
         """The worker that runs the lease assignment (the only one whose log says it does)."""
         leaders = [
@@ -145,6 +153,17 @@ class Fleet:
         ]
         assert len(leaders) == 1, f"{len(leaders)} workers logged the leader's assignment"
         return leaders[0]
+
+
+def leader_balancing(fleet: Fleet) -> list[str]:
+    """The leader's last lines on each worker's leases and throughput (KCL balances on these)."""
+    lines = [
+        line
+        for worker in fleet.live()
+        for line in daemon_log(fleet.settings, worker).splitlines()
+        if "totalThroughput" in line or "throughput taken from them" in line
+    ]
+    return [line.partition('"msg":"')[2][:120] for line in lines[-2 * len(fleet.live()) :]]
 
 
 def most_leases(counts: dict[str, int]) -> int:
@@ -185,7 +204,9 @@ def seconds_to_take_over(fleet: Fleet, shards: set[str], survivors: set[str], ki
         owners = fleet.owners()
         return time.monotonic() - killed if all(owners[shard] in survivors for shard in shards) else None
 
-    return wait_for(moved, timeout=STARTUP_SECONDS, interval=0.2)
+    return wait_for(
+        moved, timeout=STARTUP_SECONDS, interval=0.2, describe=lambda: f"leases held {fleet.held()}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +240,7 @@ def fleet(moto_server: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_the_leases_spread_over_the_workers(fleet: Fleet) -> None:
-    wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+    fleet.wait_spread()
     # Spread and still spread a failover time later: not a moment on the way to one worker holding more.
     time.sleep(failover_seconds(fleet.settings))
     counts = fleet.held()
@@ -234,7 +255,7 @@ def test_a_killed_non_leaders_shards_are_taken_over_within_two_failovers_plus_as
     bound = takeover_bound_seconds(fleet.settings)
     taken_over: list[float] = []
     for _ in range(KILLS):
-        wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+        fleet.wait_spread()
         leader = fleet.leader()
         counts = fleet.held()
         victim = max((worker for worker in counts if worker != leader), key=lambda worker: counts[worker])
@@ -247,7 +268,7 @@ def test_a_killed_non_leaders_shards_are_taken_over_within_two_failovers_plus_as
 
 
 def test_a_worker_started_afterwards_gets_its_share(fleet: Fleet) -> None:
-    wait_for(fleet.spread, timeout=STARTUP_SECONDS)
+    fleet.wait_spread()
     newcomer = fleet.start()
     share = SHARDS // len(fleet.live())
 
@@ -255,7 +276,17 @@ def test_a_worker_started_afterwards_gets_its_share(fleet: Fleet) -> None:
         counts = fleet.spread()
         return counts if counts is not None and counts.get(newcomer, 0) >= share else None
 
-    counts = wait_for(shared, timeout=STARTUP_SECONDS)
+    started = time.monotonic()
+
+    def state() -> str:
+        up = "will renew leases" in daemon_log(fleet.settings, newcomer)
+        return (
+            f"leases held {fleet.held()} ({newcomer} is the newcomer, its share {share}; its lease "
+            f"coordinator {'started' if up else 'not started'} {time.monotonic() - started:.0f} s after "
+            f"its start); the leader's last balancing: {leader_balancing(fleet)}"
+        )
+
+    counts = wait_for(shared, timeout=SHARE_SECONDS, describe=state)
     assert counts[newcomer] >= share
 
 
