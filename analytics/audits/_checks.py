@@ -21,7 +21,8 @@ of the shared one, and `-- now: ...` / `-- ever: ...` lines are one scope's desc
 the CTEs `now_findings` and `ever_findings` and ends with `SCOPE_SELECTOR`, which reads the one the
 DuckDB variable `audit_scope` names: the runner binds it to the check's scope (`_parameters.sql` sets
 `now` for the DuckDB CLI). The rows, their columns and their order differ between the two scopes, so
-each keeps its own SELECT, side by side under one header; a CTE DuckDB is not asked for is not bound.
+each keeps its own findings CTE, side by side under one header; a rule both scopes apply alike is one
+CTE above them, written once. A CTE DuckDB is not asked for is not bound.
 
 Files whose names start with `_` are not checks (`_parameters.sql` sets the inputs for the DuckDB CLI).
 """
