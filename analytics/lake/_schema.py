@@ -52,7 +52,8 @@ from schema.errors import TerminalError
 LAKE_SCHEMA_VERSION = 1
 CHANGES = "changes"
 OUTCOMES = "outcomes"
-# The failing rows `entitlements audit --store-failures` keeps (analytics/audits/_failures.py).
+# The failing rows `entitlements audit --store-failures` keeps (which rows: analytics/audits/_failures.py;
+# the table: analytics/lake/audit_failures.py).
 AUDIT_FAILURES = "audits/failures"
 SNAPSHOTS = "snapshots"
 STATE_DIR = f"{SNAPSHOTS}/state"
@@ -135,7 +136,7 @@ OUTCOMES_SCHEMA = pa.schema(
 )
 
 # One stored finding of a failing check: whose it is, beside the finding as JSON
-# (analytics/audits/_failures.py).
+# (the table: analytics/lake/audit_failures.py; which findings become rows: analytics/audits/_failures.py).
 AUDIT_FAILURES_SCHEMA = pa.schema(
     [
         pa.field("audit_id", pa.string(), nullable=False),
