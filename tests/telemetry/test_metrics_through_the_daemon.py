@@ -9,11 +9,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 import pytest
@@ -21,13 +19,14 @@ import pytest
 from config import Settings, settings_environment
 from entitlements.compose import setup_retry_queues
 from tests.support.kcl import consumer_settings, dynamodb, new_table
+from tests.support.polling import wait_for
 from tests.telemetry._emf_format import emf_problems
 from tests.telemetry._scrape import free_port, scrape
 
 pytestmark = pytest.mark.kcl
 
 RECORDS = ("entitlements_consumer_records_total", ())
-T = TypeVar("T")
+CHECKPOINTS = ("entitlements_consumer_checkpoints_total", ())
 
 
 @dataclass
@@ -36,16 +35,6 @@ class Consume:
     url: str
     emf_file: Path
     process: subprocess.Popen[bytes]
-
-
-def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found is not None:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -95,26 +84,36 @@ def put_rows(consume: Consume, prefix: str, count: int) -> None:
         )
 
 
-def records(consume: Consume) -> float | None:
+def sample(consume: Consume, series: tuple[str, tuple[tuple[str, str], ...]]) -> float | None:
     try:
-        return scrape(consume.url).get(RECORDS)
+        return scrape(consume.url).get(series)
     except httpx.TransportError:  # the endpoint not up yet
         return None
 
 
+def records(consume: Consume) -> float | None:
+    return sample(consume, RECORDS)
+
+
 def test_the_endpoint_of_a_running_consumer_shows_the_records_counter_moving(consume: Consume) -> None:
     put_rows(consume, "first", 3)
-    first = wait_for(lambda: records(consume), 300, "the children's first records on the endpoint")
+    first = wait_for(lambda: records(consume), timeout=300, describe=lambda: "no records on the endpoint yet")
     put_rows(consume, "second", 5)
     moved = wait_for(
         lambda: value if (value := records(consume)) is not None and value >= first + 5 else None,
-        120,
-        "the records counter to move",
+        timeout=120,
+        describe=lambda: f"records counter at {records(consume)}, from {first}",
     )
-    samples = scrape(consume.url)
     assert moved >= first + 5
-    assert samples[("entitlements_consumer_daemon_running", ())] == 1
-    assert samples[("entitlements_consumer_checkpoints_total", ())] >= 1
+    assert scrape(consume.url)[("entitlements_consumer_daemon_running", ())] == 1
+    # A checkpoint follows the records by up to a commit interval (the consumer flushes, then
+    # checkpoints): the last CI scraped it at 0 the moment the records had moved, so it is waited for.
+    checkpoints = wait_for(
+        lambda: sample(consume, CHECKPOINTS),
+        timeout=120,
+        describe=lambda: f"checkpoints counter at {sample(consume, CHECKPOINTS)}",
+    )
+    assert checkpoints >= 1
 
 
 def test_every_emf_line_the_children_write_is_an_emf_document_declaring_its_metrics(
@@ -124,14 +123,16 @@ def test_every_emf_line_the_children_write_is_an_emf_document_declaring_its_metr
         if not consume.emf_file.exists():
             return None
         lines = [json.loads(line) for line in consume.emf_file.read_text().splitlines() if line]
-        counting = any(sum(doc.get("Records", [0])) > 0 for doc in lines)  # type: ignore[arg-type]
+        counting = any(sum(doc.get("Records", [0])) > 0 for doc in lines)
         # The children publish every interval: a checkpoint's and a flush's figures may come in a
         # document after the first one counting records.
         named = {name for doc in lines for name in doc}
         return lines if counting and {"Checkpoints", "FlushDuration"} <= named else None
 
     put_rows(consume, "emf", 2)
-    documents = wait_for(counted, 300, "an EMF document counting records")
+    documents = wait_for(
+        counted, timeout=300, describe=lambda: "no EMF document counting records, checkpoints and flushes"
+    )
     assert [emf_problems(document) for document in documents] == [[]] * len(documents)
     assert {document["Process"] for document in documents} == {"consumer"}
     assert {"Records", "Checkpoints", "IteratorAge", "FlushDuration"} <= {
