@@ -37,11 +37,11 @@ from schema.faces import lazy_names
 if TYPE_CHECKING:
     from analytics.audits._checks import load_checks
     from analytics.audits._config import AuditConfig, AuditParameters, load_config
-    from analytics.audits._failures import read_failures
     from analytics.audits._formats import ReportFormat
     from analytics.audits._models import AuditReport, Status
     from analytics.audits._render import render_report
     from analytics.audits._runner import run_audits
+    from analytics.lake.audit_failures import read_failures
 
 _HOME = {
     "AuditConfig": "analytics.audits._config",
@@ -51,7 +51,7 @@ _HOME = {
     "Status": "analytics.audits._models",
     "load_checks": "analytics.audits._checks",
     "load_config": "analytics.audits._config",
-    "read_failures": "analytics.audits._failures",
+    "read_failures": "analytics.lake.audit_failures",
     "render_report": "analytics.audits._render",
     "run_audits": "analytics.audits._runner",
 }

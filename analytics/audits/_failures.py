@@ -11,7 +11,7 @@ the erasure's reach into it are the lake's: `analytics.lake.audit_failures`.
 
 from __future__ import annotations
 
-__all__ = ["FAILURES_SCHEMA", "read_failures", "store_failures"]
+__all__ = ["FailingRows", "store_failures"]
 
 import json
 from collections.abc import Iterable, Sequence
@@ -22,9 +22,8 @@ from typing import Any
 import pyarrow as pa
 
 from analytics.lake import Lake
-from analytics.lake.audit_failures import AUDIT_FAILURES_SCHEMA, append_failures, read_failures
+from analytics.lake.audit_failures import AUDIT_FAILURES_SCHEMA, append_failures
 
-FAILURES_SCHEMA = AUDIT_FAILURES_SCHEMA
 _OTHER_USER_COLUMNS = ("row_user_id",)
 
 
@@ -61,7 +60,7 @@ def store_failures(
     """Append every failing check's rows to the lake's `audits/failures` table in one commit (creating
     the table on first use). Returns (the version committed, rows stored); (-1, 0) when nothing failed,
     and then nothing is written."""
-    columns: dict[str, list[Any]] = {field.name: [] for field in FAILURES_SCHEMA}
+    columns: dict[str, list[Any]] = {field.name: [] for field in AUDIT_FAILURES_SCHEMA}
     for check in failing:
         for number, row in enumerate(check.rows):
             columns["audit_id"].append(audit_id)
@@ -78,5 +77,5 @@ def store_failures(
     stored = len(columns["audit_id"])
     if not stored:
         return -1, 0
-    data = pa.Table.from_pydict(columns, schema=FAILURES_SCHEMA)
+    data = pa.Table.from_pydict(columns, schema=AUDIT_FAILURES_SCHEMA)
     return append_failures(lake, data, audit_id=audit_id), stored

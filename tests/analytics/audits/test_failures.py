@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from analytics.audits import AuditReport, read_failures, run_audits
 from analytics.audits._config import Thresholds, load_config
-from analytics.audits._failures import FAILURES_SCHEMA
 from analytics.lake import Lake
+from analytics.lake.audit_failures import AUDIT_FAILURES_SCHEMA
 from analytics.lake.eraser import AnalyticsLakeEraser
 from analytics.lake.purge import AUDIT_FAILURES
 from analytics.lake.views import connect, run_read_only
@@ -149,7 +149,7 @@ def test_the_view_is_there_with_no_rows_before_any_audit_stored_some(story: Stor
     story.land(lake)
     con = connect(lake, views=["audit_failures"])
     columns = [name for name, *_ in con.execute("DESCRIBE audit_failures").fetchall()]
-    assert columns == FAILURES_SCHEMA.names
+    assert columns == AUDIT_FAILURES_SCHEMA.names
     assert con.execute("SELECT count(*) FROM audit_failures").fetchall() == [(0,)]
 
 
