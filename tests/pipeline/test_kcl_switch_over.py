@@ -273,7 +273,11 @@ def settle(run: SwitchOver) -> None:
         drain_retry_queue(run)
         return False
 
-    wait_for(all_removed, timeout=240)
+    def left() -> str:
+        statuses = Counter(run.status(user, account) for user, account in expiring)
+        return f"statuses of the {len(expiring)} expiring rows: {dict(statuses)}"
+
+    wait_for(all_removed, timeout=240, describe=left)
     time.sleep(2)  # the marks' own changes reach the stream
     held = len(stream_contents(run.endpoint, run.streams.stream_arn))
     wait_for(lambda: run.forwarder.forwarded >= held, timeout=60)
